@@ -1,0 +1,120 @@
+//! The command-line grammar: every command, flag and help text.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// baton runs a team of AI agents through a disciplined development lifecycle, keeping its state
+/// in your BMad `sprint-status.yaml` and a journal of every change.
+#[derive(Debug, Parser)]
+#[command(
+    name = "baton",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// Project directory (default: the nearest directory upwards holding `baton.toml`, else the
+    /// current one).
+    #[arg(
+        short = 'C',
+        long = "project",
+        global = true,
+        env = "BATON_PROJECT",
+        value_name = "DIR"
+    )]
+    pub project: Option<PathBuf>,
+
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// baton's commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Set up baton in a project: `baton.toml`, `.baton/`, and a sprint-status skeleton if absent.
+    #[command(
+        after_help = "Example:\n  baton init\n  baton -C ../other-project init\n\n\
+        Running it again changes nothing. It reports whether the project looks greenfield or \
+        brownfield, and which signals decided it."
+    )]
+    Init(InitArgs),
+
+    /// Show the sprint board: epics, stories, statuses and counts.
+    #[command(after_help = "Examples:\n  baton status\n  baton status --json\n  \
+        baton status --validate     # exit 1 and list every problem with file:line\n\n\
+        The JSON schema is documented in docs/status-json.md.")]
+    Status(StatusArgs),
+
+    /// Change one status: validated against the transition table and journaled.
+    #[command(after_help = "Examples:\n  baton set 1-2-login in-progress\n  \
+        baton set 1-2-login review --note \"ready for a second pair of eyes\"\n  \
+        baton set 1-2-login backlog --force --reason \"re-plan\"   # lowering needs --force\n\n\
+        Statuses: backlog, ready-for-dev, in-progress, review, done (stories); backlog, \
+        in-progress, done (epics); optional, done (retrospectives); and baton's extended states \
+        story-doc-review, story-doc-improved, e2e-verify, needs-intervention.")]
+    Set(SetArgs),
+
+    /// Show the journal of status changes.
+    #[command(
+        after_help = "Examples:\n  baton log\n  baton log --key 1-2-login\n  baton log --json --limit 20"
+    )]
+    Log(LogArgs),
+}
+
+/// `baton init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Print what was done as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print JSON (schema in docs/status-json.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Check the file and report every problem; exit 1 if any is an error.
+    #[arg(long)]
+    pub validate: bool,
+}
+
+/// `baton set`.
+#[derive(Debug, Args)]
+pub struct SetArgs {
+    /// The key to change (`1-2-login`, `epic-1`, `epic-1-retrospective`).
+    pub key: String,
+    /// The new status.
+    pub status: String,
+    /// A note kept as a YAML comment on that line.
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+    /// Why (kept in the journal).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+    /// Allow a move the transition table forbids (lowering, skipping ahead); journaled as forced.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the changes as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton log`.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Only this key.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Show only the newest N events.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Include pending and abandoned events (writes interrupted or lost to a concurrent edit).
+    #[arg(long)]
+    pub all: bool,
+}

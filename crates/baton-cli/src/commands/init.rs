@@ -1,0 +1,213 @@
+//! `baton init`: config, state directory, sprint skeleton; greenfield or brownfield detection.
+
+use crate::cli::InitArgs;
+use crate::commands::Code;
+use anyhow::{Context, Result};
+use baton_store::config::{self, Config};
+use baton_store::ledger::Now;
+use baton_store::sprint_file::SprintDoc;
+use serde::Serialize;
+use std::fs;
+use std::path::Path;
+
+const SOURCE_EXTENSIONS: &[&str] = &[
+    "rs", "py", "js", "jsx", "ts", "tsx", "go", "java", "kt", "scala", "c", "h", "cc", "cpp",
+    "hpp", "cs", "rb", "php", "swift", "m", "ex", "exs", "erl", "hs", "ml", "clj", "dart", "lua",
+    "sh", "vue", "svelte",
+];
+const SKIP_DIRS: &[&str] = &[
+    ".git",
+    ".baton",
+    "node_modules",
+    "target",
+    "_bmad-output",
+    "_bmad",
+    ".venv",
+    "venv",
+    "dist",
+    "build",
+];
+const MANIFESTS: &[&str] = &["package.json", "pyproject.toml", "Cargo.toml", "go.mod"];
+const SOURCE_DIRS: &[&str] = &["src", "lib", "app"];
+
+#[derive(Debug, Serialize)]
+struct Report {
+    root: String,
+    project: String,
+    kind: &'static str,
+    signals: Vec<String>,
+    created: Vec<String>,
+    kept: Vec<String>,
+}
+
+/// Detects an existing code base; returns the signals that matched.
+fn brownfield_signals(root: &Path) -> Vec<String> {
+    let mut signals = Vec::new();
+    for d in SOURCE_DIRS {
+        if root.join(d).is_dir() {
+            signals.push(format!("directory `{d}/` exists"));
+        }
+    }
+    for m in MANIFESTS {
+        if root.join(m).is_file() {
+            signals.push(format!("`{m}` exists"));
+        }
+    }
+    let n = count_sources(root, 11);
+    if n > 10 {
+        signals.push("more than 10 source files".to_owned());
+    }
+    signals
+}
+
+fn count_sources(dir: &Path, stop_at: usize) -> usize {
+    let mut count = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(read) = fs::read_dir(&d) else { continue };
+        for entry in read.flatten() {
+            let Ok(ft) = entry.file_type() else { continue };
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if ft.is_dir() {
+                if !SKIP_DIRS.contains(&name.as_ref()) {
+                    stack.push(entry.path());
+                }
+            } else if ft.is_file()
+                && Path::new(name.as_ref())
+                    .extension()
+                    .is_some_and(|e| SOURCE_EXTENSIONS.contains(&e.to_string_lossy().as_ref()))
+            {
+                count += 1;
+                if count >= stop_at {
+                    return count;
+                }
+            }
+        }
+    }
+    count
+}
+
+/// The sprint-status skeleton of a new project.
+pub fn skeleton(project: &str, story_location: &str, now: &str) -> String {
+    format!(
+        "# Sprint status: the machine-readable queue of the implementation phase.\n\
+#\n\
+# STATUS DEFINITIONS:\n\
+# ==================\n\
+# Epic Status:\n\
+#   - backlog: epic not yet started\n\
+#   - in-progress: epic actively being worked on\n\
+#   - done: all stories in the epic completed\n\
+#\n\
+# Story Status:\n\
+#   - backlog: story only exists in the epics file\n\
+#   - ready-for-dev: story file created, ready for development\n\
+#   - in-progress: developer actively working on the implementation\n\
+#   - review: implementation complete, ready for code review\n\
+#   - done: story completed\n\
+#\n\
+# Retrospective Status:\n\
+#   - optional: can be held, not required\n\
+#   - done: retrospective completed\n\
+#\n\
+# WORKFLOW NOTES:\n\
+# ===============\n\
+# - An epic moves to 'in-progress' when its first story leaves 'backlog'\n\
+# - Stories may be worked in parallel; the next story is usually created once the previous is 'done'\n\
+# - The developer moves a story to 'review'; code review runs in a fresh context, ideally another model\n\
+\n\
+generated: {now}\n\
+last_updated: {now}\n\
+project: {project}\n\
+project_key: NOKEY\n\
+tracking_system: file-system\n\
+story_location: {story_location}\n\
+\n\
+development_status:\n"
+    )
+}
+
+/// Runs `baton init`.
+pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
+    let mut created = Vec::new();
+    let mut kept = Vec::new();
+    let signals = brownfield_signals(root);
+    let toml_path = root.join(config::FILE_NAME);
+    if toml_path.exists() {
+        kept.push(config::FILE_NAME.to_owned());
+    } else {
+        baton_store::atomic::replace_durable(&toml_path, config::TEMPLATE.as_bytes())?;
+        created.push(config::FILE_NAME.to_owned());
+    }
+    let cfg = Config::load(root)?;
+    let state = &cfg.state_dir;
+    if state.is_dir() {
+        kept.push(format!("{}/", config::STATE_DIR));
+    } else {
+        fs::create_dir_all(state)
+            .with_context(|| format!("cannot create `{}`", state.display()))?;
+        created.push(format!("{}/", config::STATE_DIR));
+    }
+    let ignore = state.join(".gitignore");
+    if !ignore.exists() {
+        fs::write(
+            &ignore,
+            "# baton's private state (journal, locks, transcripts)\n*\n",
+        )
+        .with_context(|| format!("cannot write `{}`", ignore.display()))?;
+    }
+    crate::project::journal(&cfg)?;
+    let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+    let project = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "project".to_owned());
+    if cfg.sprint_status.exists() {
+        kept.push(rel(&cfg.sprint_status));
+    } else {
+        let now = Now::system().stamp.to_string();
+        let text = skeleton(&project, &rel(&cfg.stories), &now);
+        SprintDoc::create(&cfg.sprint_status, &text)?;
+        created.push(rel(&cfg.sprint_status));
+    }
+    let report = Report {
+        root: root.display().to_string(),
+        project,
+        kind: if signals.is_empty() {
+            "greenfield"
+        } else {
+            "brownfield"
+        },
+        signals,
+        created,
+        kept,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(Code::Ok);
+    }
+    println!("baton initialised in `{}`", report.root);
+    for c in &report.created {
+        println!("  created  {c}");
+    }
+    for k in &report.kept {
+        println!("  kept     {k} (already there)");
+    }
+    if report.signals.is_empty() {
+        println!(
+            "project: greenfield (no src/, lib/, app/, manifest, nor more than 10 source files)"
+        );
+    } else {
+        println!("project: brownfield, because:");
+        for s in &report.signals {
+            println!("  - {s}");
+        }
+    }
+    if report.created.is_empty() {
+        println!("nothing changed");
+    } else {
+        println!("next: `baton status` shows the board");
+    }
+    Ok(Code::Ok)
+}

@@ -1,0 +1,35 @@
+//! One module per command; each returns the exit code it ends with.
+
+mod init;
+mod log;
+mod set;
+mod status;
+
+use crate::cli::{Cli, Command};
+use anyhow::Result;
+
+/// Exit codes (DESIGN.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// Done.
+    Ok = 0,
+    /// An error, or an invalid sprint file under `--validate`.
+    Error = 1,
+}
+
+impl From<Code> for std::process::ExitCode {
+    fn from(c: Code) -> Self {
+        std::process::ExitCode::from(c as u8)
+    }
+}
+
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> Result<Code> {
+    let root = crate::project::root(cli.project.as_deref())?;
+    match cli.command {
+        Command::Init(args) => init::run(&root, &args),
+        Command::Status(args) => status::run(&root, &args),
+        Command::Set(args) => set::run(&root, &args),
+        Command::Log(args) => log::run(&root, &args),
+    }
+}

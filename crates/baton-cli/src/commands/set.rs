@@ -1,0 +1,58 @@
+//! `baton set KEY STATUS`: one validated, journaled transition.
+
+use crate::cli::SetArgs;
+use crate::commands::Code;
+use anyhow::{Result, bail};
+use baton_core::actor::Actor;
+use baton_core::status::Status;
+use baton_store::ledger::{LedgerError, Now, Request};
+use std::path::Path;
+
+/// Runs `baton set`.
+pub fn run(root: &Path, args: &SetArgs) -> Result<Code> {
+    let Some(to) = Status::parse(&args.status) else {
+        let names: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
+        bail!(
+            "unknown status `{}`; use one of: {}",
+            args.status,
+            names.join(", ")
+        );
+    };
+    let cfg = crate::project::config(root)?;
+    let mut ledger = crate::project::ledger(&cfg)?;
+    let req = Request {
+        key: args.key.clone(),
+        to,
+        actor: Actor::Human,
+        reason: args.reason.clone().unwrap_or_default(),
+        note: args.note.clone(),
+        force: args.force,
+        run_id: None,
+    };
+    let applied = match ledger.transition(&req, &Now::system()) {
+        Ok(a) => a,
+        Err(LedgerError::Refused { key, refusal }) => {
+            bail!(
+                "cannot move `{key}`: {refusal}\nhint: `--force` overrides the table; the change is journaled as forced"
+            )
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&applied)?);
+        return Ok(Code::Ok);
+    }
+    if applied.is_empty() {
+        println!("`{}` is already {}; nothing to do", args.key, to);
+    }
+    for a in &applied {
+        let forced = if a.forced { " (forced)" } else { "" };
+        let who = if a.actor == Actor::Human.as_str() {
+            String::new()
+        } else {
+            format!(" [{}]", a.actor)
+        };
+        println!("{}: {} → {}{forced}{who}", a.key, a.from, a.to);
+    }
+    Ok(Code::Ok)
+}

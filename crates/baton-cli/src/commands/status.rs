@@ -1,0 +1,246 @@
+//! `baton status`: the board, its counts, the next action, and validation.
+
+use crate::cli::StatusArgs;
+use crate::commands::Code;
+use anyhow::Result;
+use baton_core::key::KeyKind;
+use baton_core::next::{NextAction, next_action};
+use baton_core::status::Status;
+use baton_core::validate::{self, Options, Problem, ProblemKind, Severity};
+use baton_store::ledger::{Now, audit};
+use baton_store::sprint_file::{LoadError, SprintDoc};
+use comfy_table::{Table, presets::NOTHING};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Version of the `--json` schema (docs/status-json.md).
+const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Serialize)]
+struct Row {
+    key: String,
+    kind: &'static str,
+    epic: Option<u32>,
+    status: String,
+    file_status: Option<String>,
+    extended: bool,
+    line: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct Board {
+    schema_version: u32,
+    file: String,
+    project: Option<String>,
+    last_updated: Option<String>,
+    valid: bool,
+    entries: Vec<Row>,
+    counts: BTreeMap<&'static str, BTreeMap<String, usize>>,
+    next: NextAction,
+    problems: Vec<Problem>,
+}
+
+fn syntax_problem(err: &LoadError) -> Problem {
+    let line = match err {
+        LoadError::Syntax { line, .. } => Some(*line),
+        _ => None,
+    };
+    Problem {
+        severity: Severity::Error,
+        kind: ProblemKind::Syntax,
+        line,
+        key: None,
+        message: match err {
+            LoadError::Syntax { message, .. } => message.clone(),
+            other => other.to_string(),
+        },
+    }
+}
+
+/// Runs `baton status`.
+pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
+    let cfg = crate::project::config(root)?;
+    crate::project::require_sprint(&cfg)?;
+    let file = cfg.sprint_status.display().to_string();
+    let doc = match SprintDoc::load(&cfg.sprint_status) {
+        Ok(doc) => doc,
+        Err(err) if args.validate => {
+            let p = syntax_problem(&err);
+            if args.json {
+                let out = serde_json::json!({
+                    "schema_version": SCHEMA_VERSION, "file": file, "valid": false, "problems": [p],
+                });
+                println!("{}", serde_json::to_string_pretty(&out)?);
+            } else {
+                print_problems(&file, &[p]);
+            }
+            return Ok(Code::Error);
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let sprint = doc.sprint();
+    let mut problems = validate::validate(
+        sprint,
+        &Options {
+            today: Some(Now::system().stamp),
+            stale_days: i64::from(cfg.stale_days),
+        },
+    );
+    if cfg.journal_path().exists() {
+        let journal = crate::project::journal(&cfg)?;
+        for d in audit(&doc, &journal)? {
+            let line = sprint.get(&d.key).map(|e| e.line);
+            problems.push(Problem {
+                severity: Severity::Warning,
+                kind: ProblemKind::Syntax,
+                line,
+                key: Some(d.key.clone()),
+                message: format!(
+                    "`{}` is `{}` in the file but `{}` in the journal: changed outside baton",
+                    d.key,
+                    d.file.as_deref().unwrap_or("(missing)"),
+                    d.journal
+                ),
+            });
+        }
+    }
+    let valid = !validate::has_errors(&problems);
+
+    let rows: Vec<Row> = sprint
+        .entries
+        .iter()
+        .map(|e| Row {
+            key: e.key.as_str().to_owned(),
+            kind: e.key.kind().name(),
+            epic: e.key.kind().epic(),
+            status: e.effective().as_str().to_owned(),
+            file_status: e.raw.clone(),
+            extended: e.extended.is_some(),
+            line: e.line,
+        })
+        .collect();
+    let mut counts: BTreeMap<&'static str, BTreeMap<String, usize>> = BTreeMap::new();
+    for e in sprint.unique() {
+        let group = match e.key.kind() {
+            KeyKind::Epic { .. } => "epics",
+            KeyKind::Story { .. } => "stories",
+            KeyKind::Retrospective { .. } => "retrospectives",
+            _ => continue,
+        };
+        *counts
+            .entry(group)
+            .or_default()
+            .entry(e.effective().as_str().to_owned())
+            .or_default() += 1;
+    }
+    let board = Board {
+        schema_version: SCHEMA_VERSION,
+        file: file.clone(),
+        project: sprint.field("project").map(str::to_owned),
+        last_updated: sprint.field("last_updated").map(str::to_owned),
+        valid,
+        entries: rows,
+        counts,
+        next: next_action(sprint),
+        problems,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&board)?);
+    } else if args.validate {
+        print_problems(&file, &board.problems);
+        if board.valid {
+            println!("`{file}` is valid ({} entries)", board.entries.len());
+        }
+    } else {
+        print_board(&board);
+    }
+    Ok(if args.validate && !board.valid {
+        Code::Error
+    } else {
+        Code::Ok
+    })
+}
+
+fn print_problems(file: &str, problems: &[Problem]) {
+    for p in problems {
+        let sev = match p.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        match p.line {
+            Some(l) => println!("{file}:{l}: {sev}: {}", p.message),
+            None => println!("{file}: {sev}: {}", p.message),
+        }
+    }
+    let errors = problems
+        .iter()
+        .filter(|p| p.severity == Severity::Error)
+        .count();
+    if errors > 0 {
+        println!("{errors} error(s), {} warning(s)", problems.len() - errors);
+    }
+}
+
+fn print_board(board: &Board) {
+    println!(
+        "{}{}",
+        board.project.as_deref().unwrap_or("sprint"),
+        board
+            .last_updated
+            .as_deref()
+            .map(|s| format!(" (updated {s})"))
+            .unwrap_or_default()
+    );
+    let mut table = Table::new();
+    table.load_style(NOTHING);
+    table.set_header(vec!["key", "status", "note"]);
+    for r in &board.entries {
+        let indent = if r.kind == "epic" || r.kind == "opaque" {
+            ""
+        } else {
+            "  "
+        };
+        let note = if r.extended {
+            format!("file: {}", r.file_status.as_deref().unwrap_or("-"))
+        } else {
+            match r.kind {
+                "opaque" => "kept as is".to_owned(),
+                "malformed" => "malformed key".to_owned(),
+                _ => match Status::parse(&r.status) {
+                    Some(_) => String::new(),
+                    None => "not managed by baton".to_owned(),
+                },
+            }
+        };
+        table.add_row(vec![format!("{indent}{}", r.key), r.status.clone(), note]);
+    }
+    println!("{table}");
+    for (group, counts) in &board.counts {
+        let parts: Vec<String> = counts.iter().map(|(s, n)| format!("{s} {n}")).collect();
+        println!("{group}: {}", parts.join(", "));
+    }
+    let next = match &board.next {
+        NextAction::ContinueDev(k) => format!("continue development of `{k}`"),
+        NextAction::CodeReview(k) => format!("review `{k}`"),
+        NextAction::Verify(k) => format!("verify `{k}` end to end"),
+        NextAction::StoryReview(k) => format!("review the story document of `{k}`"),
+        NextAction::ReviseStory(k) => format!("revise the story document of `{k}`"),
+        NextAction::StartDev(k) => format!("start development of `{k}`"),
+        NextAction::CreateStory(k) => format!("create the story file of `{k}`"),
+        NextAction::Retrospective(k) => format!("hold the retrospective `{k}`"),
+        NextAction::AllDone => "everything is done".to_owned(),
+        NextAction::Blocked => {
+            "nothing can be picked: stories need a human or belong to another tool".to_owned()
+        }
+    };
+    println!("next: {next}");
+    let errors = board
+        .problems
+        .iter()
+        .filter(|p| p.severity == Severity::Error)
+        .count();
+    if errors > 0 {
+        println!("{errors} problem(s) in the file: `baton status --validate` lists them");
+    }
+}

@@ -1,0 +1,23 @@
+//! baton-core: the domain vocabulary and pure rules of baton.
+//!
+//! Keys and statuses of a BMad Method v6 `sprint-status.yaml`, the transition table that says which
+//! moves are legal and for whom, how an epic follows its stories, the "what next" order, date
+//! stamps, and the validation of a whole sprint. Nothing here does IO: every input arrives as a
+//! value and every answer leaves as one, so the rules can be tested exhaustively and reused by
+//! every front end.
+
+pub mod actor;
+pub mod epic;
+pub mod key;
+pub mod next;
+pub mod sprint;
+pub mod stamp;
+pub mod status;
+pub mod transition;
+pub mod validate;
+
+pub use actor::Actor;
+pub use key::{Key, KeyKind};
+pub use sprint::{Entry, Sprint};
+pub use stamp::Stamp;
+pub use status::{Status, StatusValue};

@@ -1,0 +1,3 @@
+//! Benchmarks of the sprint file (written below).
+
+fn main() {}

@@ -1,0 +1,113 @@
+//! Atomic file replacement.
+//!
+//! A file is replaced by writing a temporary file in the same directory, flushing it to disk,
+//! and renaming it over the target, so a reader (or a crash) sees either the old bytes or the new
+//! ones, never a mixture. The target's permissions are kept and a symlinked target is replaced at
+//! its real location. The directory itself is flushed by [`sync_dir`], which callers run once per
+//! batch of writes: the journal is the redo log for a rename lost to a power cut.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// An error replacing a file, naming it.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write `{path}`: {source}")]
+pub struct WriteError {
+    /// The file being written.
+    pub path: PathBuf,
+    /// The IO error.
+    #[source]
+    pub source: io::Error,
+}
+
+fn err(path: &Path) -> impl FnOnce(io::Error) -> WriteError + '_ {
+    move |source| WriteError {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Resolves symlinks on the target so the link itself survives the rename.
+pub fn real_target(path: &Path) -> PathBuf {
+    fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Replaces `path` with `bytes`: temp file in the same directory, `fsync`, rename.
+/// Returns the metadata of the new file.
+pub fn replace(path: &Path, bytes: &[u8]) -> Result<fs::Metadata, WriteError> {
+    let target = real_target(path);
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".baton-tmp-")
+        .tempfile_in(&dir)
+        .map_err(err(&target))?;
+    if let Ok(meta) = fs::metadata(&target) {
+        tmp.as_file()
+            .set_permissions(meta.permissions())
+            .map_err(err(&target))?;
+    }
+    tmp.write_all(bytes).map_err(err(&target))?;
+    tmp.as_file().sync_data().map_err(err(&target))?;
+    let file = tmp.persist(&target).map_err(|e| err(&target)(e.error))?;
+    file.metadata().map_err(err(&target))
+}
+
+/// Replaces `path` and flushes its directory too: the full protocol for one-off writes.
+pub fn replace_durable(path: &Path, bytes: &[u8]) -> Result<fs::Metadata, WriteError> {
+    let meta = replace(path, bytes)?;
+    sync_dir(path)?;
+    Ok(meta)
+}
+
+/// Flushes the directory holding `path`, making earlier renames in it durable.
+pub fn sync_dir(path: &Path) -> Result<(), WriteError> {
+    let target = real_target(path);
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::File::open(&dir)
+        .and_then(|d| d.sync_all())
+        .map_err(err(&dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_content_and_keeps_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.yaml");
+        fs::write(&p, "old").unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o640)).unwrap();
+        replace_durable(&p, b"new").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "new");
+        let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temp file left behind");
+    }
+
+    #[test]
+    fn writes_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.yaml");
+        let link = dir.path().join("link.yaml");
+        fs::write(&real, "a").unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        replace(&link, b"b").unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read_to_string(&real).unwrap(), "b");
+    }
+}

@@ -1,0 +1,232 @@
+//! Versioned schema migrations of the SQLite journal.
+//!
+//! The schema version is SQLite's `PRAGMA user_version`. [`MIGRATIONS`] is an embedded array of
+//! SQL scripts: script `i` brings the database from version `i` to `i + 1`. [`migrate`] applies
+//! the missing ones, each in its own `BEGIN IMMEDIATE` transaction together with the new
+//! `user_version`, and re-reads the version inside that transaction, so any number of processes
+//! may open (and migrate) a fresh database at once: whoever takes the write lock second finds the
+//! work done and commits nothing. A database newer than [`LATEST`] is refused with
+//! [`JournalError::TooNew`] rather than written to. Migrations are append-only: never edit a
+//! script that has shipped, add a new one.
+
+use super::JournalError;
+use super::sqlite::sqlite_err;
+use rusqlite::{Connection, TransactionBehavior};
+use std::path::Path;
+
+/// Schema scripts; entry `i` migrates version `i` to version `i + 1`.
+pub(super) const MIGRATIONS: &[&str] = &[
+    // v0 → v1: the initial schema.
+    r#"
+CREATE TABLE runs (
+    id          TEXT PRIMARY KEY NOT NULL,
+    kind        TEXT NOT NULL,
+    started_at  TEXT NOT NULL,
+    ended_at    TEXT,
+    status      TEXT NOT NULL,
+    reason      TEXT
+);
+
+CREATE TABLE steps (
+    id          INTEGER PRIMARY KEY,
+    run_id      TEXT NOT NULL REFERENCES runs(id),
+    key         TEXT,
+    stage       TEXT NOT NULL,
+    attempt     INTEGER NOT NULL,
+    input_hash  TEXT NOT NULL,
+    outcome     TEXT,
+    started_at  TEXT NOT NULL,
+    ended_at    TEXT
+);
+CREATE INDEX steps_run_id ON steps(run_id);
+
+-- run_id is plain TEXT: plain CLI edits journal events without recording a run.
+CREATE TABLE events (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    grp         INTEGER NOT NULL,
+    at          TEXT NOT NULL,
+    actor       TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    from_status TEXT NULL,
+    to_status   TEXT NOT NULL,
+    reason      TEXT NOT NULL DEFAULT '',
+    forced      INTEGER NOT NULL DEFAULT 0,
+    run_id      TEXT NULL,
+    state       TEXT NOT NULL DEFAULT 'pending'
+                CHECK (state IN ('pending', 'applied', 'abandoned'))
+);
+CREATE INDEX events_key ON events(key);
+CREATE INDEX events_state ON events(state);
+
+-- options: a JSON array of strings.
+CREATE TABLE escalations (
+    id          INTEGER PRIMARY KEY,
+    run_id      TEXT,
+    key         TEXT,
+    title       TEXT NOT NULL,
+    finding     TEXT NOT NULL,
+    options     TEXT NOT NULL DEFAULT '[]',
+    answer      TEXT,
+    created_at  TEXT NOT NULL,
+    answered_at TEXT
+);
+
+CREATE TABLE cost_ledger (
+    id                 INTEGER PRIMARY KEY,
+    run_id             TEXT,
+    step_id            INTEGER,
+    at                 TEXT NOT NULL,
+    model              TEXT NOT NULL,
+    input_tokens       INTEGER NOT NULL DEFAULT 0,
+    output_tokens      INTEGER NOT NULL DEFAULT 0,
+    cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd           REAL NOT NULL DEFAULT 0.0
+);
+CREATE INDEX cost_ledger_run_id ON cost_ledger(run_id);
+"#,
+];
+
+/// The schema version this build writes and understands.
+// The array is tiny, so the cast cannot wrap.
+pub(super) const LATEST: i64 = MIGRATIONS.len() as i64;
+
+/// Reads `PRAGMA user_version`.
+pub(super) fn user_version(conn: &Connection, path: &Path) -> Result<i64, JournalError> {
+    conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(|e| sqlite_err(path, e))
+}
+
+/// Brings the database to [`LATEST`], returning the version found before migrating.
+///
+/// Safe to call concurrently from several connections (and processes) on the same file.
+pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<i64, JournalError> {
+    let initial = user_version(conn, path)?;
+    check_not_too_new(initial, path)?;
+    // Fast path (every open after the first): nothing to do, no write lock taken.
+    if initial == LATEST {
+        return Ok(initial);
+    }
+    for (index, script) in MIGRATIONS.iter().enumerate() {
+        // `index` < MIGRATIONS.len(), which fits in i64 (see LATEST).
+        let from = index as i64;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| sqlite_err(path, e))?;
+        // Re-check under the write lock: another opener may have migrated meanwhile.
+        let current = user_version(&tx, path)?;
+        check_not_too_new(current, path)?;
+        if current != from {
+            // Already past this step (or, if below, an earlier step is missing, which the loop
+            // order makes impossible). Dropping `tx` rolls back the empty transaction.
+            continue;
+        }
+        tx.execute_batch(script).map_err(|e| sqlite_err(path, e))?;
+        tx.pragma_update(None, "user_version", from + 1)
+            .map_err(|e| sqlite_err(path, e))?;
+        tx.commit().map_err(|e| sqlite_err(path, e))?;
+    }
+    Ok(initial)
+}
+
+fn check_not_too_new(found: i64, path: &Path) -> Result<(), JournalError> {
+    if found > LATEST {
+        Err(JournalError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            supported: LATEST,
+        })
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tables(conn: &Connection) -> Vec<String> {
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .unwrap();
+        stmt.query_map([], |row| row.get::<_, String>(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn migrate_from_empty_reaches_latest_with_all_tables() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let path = Path::new(":memory:");
+        assert_eq!(user_version(&conn, path).unwrap(), 0);
+        assert_eq!(migrate(&mut conn, path).unwrap(), 0);
+        assert_eq!(user_version(&conn, path).unwrap(), LATEST);
+        assert_eq!(LATEST, 1);
+        let names = tables(&conn);
+        for table in ["cost_ledger", "escalations", "events", "runs", "steps"] {
+            assert!(
+                names.iter().any(|n| n == table),
+                "{table} missing: {names:?}"
+            );
+        }
+        let indexes: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events'")
+            .unwrap()
+            .query_map([], |row| row.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(indexes.contains(&"events_key".to_owned()), "{indexes:?}");
+        assert!(indexes.contains(&"events_state".to_owned()), "{indexes:?}");
+    }
+
+    #[test]
+    fn migrate_twice_is_a_no_op() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let path = Path::new(":memory:");
+        migrate(&mut conn, path).unwrap();
+        conn.execute(
+            "INSERT INTO runs (id, kind, started_at, status)
+             VALUES ('r', 'sprint', 't', 'running')",
+            [],
+        )
+        .unwrap();
+        assert_eq!(migrate(&mut conn, path).unwrap(), LATEST);
+        assert_eq!(user_version(&conn, path).unwrap(), LATEST);
+        let runs: i64 = conn
+            .query_row("SELECT COUNT(*) FROM runs", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(runs, 1);
+    }
+
+    #[test]
+    fn migrate_refuses_newer_schema() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let path = Path::new(":memory:");
+        conn.pragma_update(None, "user_version", LATEST + 3)
+            .unwrap();
+        match migrate(&mut conn, path) {
+            Err(JournalError::TooNew {
+                found, supported, ..
+            }) => {
+                assert_eq!(found, LATEST + 3);
+                assert_eq!(supported, LATEST);
+            }
+            other => panic!("expected TooNew, got {other:?}"),
+        }
+        assert!(tables(&conn).is_empty());
+    }
+
+    #[test]
+    fn events_state_check_rejects_unknown_state() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn, Path::new(":memory:")).unwrap();
+        let result = conn.execute(
+            "INSERT INTO events (grp, at, actor, key, to_status, state)
+             VALUES (1, 't', 'human', 'k', 'done', 'bogus')",
+            [],
+        );
+        assert!(result.is_err());
+    }
+}

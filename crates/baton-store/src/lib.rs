@@ -1,0 +1,15 @@
+//! baton-store: the files and the database that hold baton's state.
+//!
+//! The BMad `sprint-status.yaml` (tolerant load, validation, comment-preserving edits, atomic and
+//! locked writes with compare-and-swap), story files' `Status:` line, YAML frontmatter checkpoints
+//! of markdown documents, the SQLite journal, and `baton.toml`. Deciding which transitions are
+//! legal is baton-core's job; this crate makes the chosen ones durable.
+
+pub mod atomic;
+pub mod config;
+pub mod frontmatter;
+pub mod journal;
+pub mod ledger;
+pub mod lock;
+pub mod sprint_file;
+pub mod story_file;

@@ -1,0 +1,353 @@
+//! Minimal edits of a loaded sprint file.
+//!
+//! A change replaces one entry's status token (keeping its quote style), its trailing comment's
+//! baton marker and note, and `last_updated`; every other byte stays. The edited text is built in
+//! one pass from sorted splices and the spans of untouched values are shifted, not re-scanned, so
+//! an edit costs the same whether the sprint holds ten stories or ten thousand (bar the copy).
+
+use super::scan::{Slot, ValueSpan};
+use super::{SprintDoc, entry_of};
+use baton_core::stamp::Stamp;
+use baton_core::status::Status;
+use std::ops::Range;
+
+/// One status change to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The key.
+    pub key: String,
+    /// The new status (extended states are projected unless written literally).
+    pub to: Status,
+    /// Reason shown in the `# baton: needs-intervention (…)` marker.
+    pub reason: Option<String>,
+    /// A note kept as a comment on the line.
+    pub note: Option<String>,
+}
+
+/// How extended states are written.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EditOptions {
+    /// Write extended statuses literally instead of projection + marker comment.
+    pub write_extended: bool,
+}
+
+/// Why an edit could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    /// The key is not in `development_status`.
+    #[error("`{key}` is not in `development_status` of `{path}`")]
+    NotFound {
+        /// The key.
+        key: String,
+        /// The file.
+        path: String,
+    },
+    /// The key appears more than once.
+    #[error(
+        "`{key}` appears {count} times in `{path}`; remove the duplicates first (`baton status --validate`)"
+    )]
+    Duplicate {
+        /// The key.
+        key: String,
+        /// How many times.
+        count: usize,
+        /// The file.
+        path: String,
+    },
+    /// Two changes for the same key in one edit.
+    #[error("two changes for `{key}` in one edit")]
+    Conflicting {
+        /// The key.
+        key: String,
+    },
+    /// The entry has no status to keep under a `needs-intervention` marker.
+    #[error("`{key}` has no status to keep while it needs intervention")]
+    NoStatus {
+        /// The key.
+        key: String,
+    },
+}
+
+struct Splice {
+    region: Range<usize>,
+    text: String,
+    target: Target,
+}
+
+enum Target {
+    Entry(usize, Slot),
+    Field(usize, Slot),
+}
+
+fn quoted(quote: Option<char>, s: &str) -> String {
+    match quote {
+        Some(q) => format!("{q}{s}{q}"),
+        None => s.to_owned(),
+    }
+}
+
+/// Splits a trailing comment (`# …`) into the user's part and baton's marker.
+fn user_part(comment: &str) -> &str {
+    let body = comment.trim_start_matches('#').trim();
+    if body.starts_with("baton: ") {
+        return "";
+    }
+    match body.find(" # baton: ") {
+        Some(i) => body[..i].trim_end(),
+        None => body,
+    }
+}
+
+/// Rebuilds a value and its comment on one line; returns the splice and the new slot (relative).
+fn rewrite(
+    text: &str,
+    slot: &Slot,
+    token: &str,
+    comment: Option<String>,
+) -> (Range<usize>, String, Slot) {
+    let (start, value_end, quote, lead) = match &slot.value {
+        Some(v) => (v.range.start, v.range.end, v.quote, ""),
+        None => (slot.insert_at, slot.insert_at, None, " "),
+    };
+    let old_middle = &text[value_end..slot.comment.as_ref().map_or(slot.eol, |c| c.start)];
+    let middle = match (&slot.comment, &comment) {
+        (Some(_), Some(_)) => old_middle.to_owned(),
+        (None, Some(_)) => format!("{}  ", old_middle.trim_end()),
+        (Some(_), None) => old_middle.trim_end().to_owned(),
+        (None, None) => old_middle.to_owned(),
+    };
+    let token = quoted(quote, token);
+    let mut out = String::with_capacity(lead.len() + token.len() + middle.len() + 64);
+    out.push_str(lead);
+    out.push_str(&token);
+    out.push_str(&middle);
+    let value_start = lead.len();
+    let comment_range = comment.as_ref().map(|c| {
+        let s = out.len();
+        out.push_str(c);
+        s..s + c.len()
+    });
+    let value_text = token.trim_matches(|c| Some(c) == quote).to_owned();
+    let new_slot = Slot {
+        value: Some(ValueSpan {
+            range: value_start..value_start + token.len(),
+            quote,
+            text: value_text,
+        }),
+        insert_at: slot.insert_at,
+        comment: comment_range,
+        eol: out.len(),
+    };
+    (start..slot.eol, out, new_slot)
+}
+
+fn offset_slot(slot: &mut Slot, f: impl Fn(usize) -> usize) {
+    if let Some(v) = &mut slot.value {
+        v.range = f(v.range.start)..f(v.range.end);
+    }
+    if let Some(c) = &mut slot.comment {
+        *c = f(c.start)..f(c.end);
+    }
+    slot.insert_at = f(slot.insert_at);
+    slot.eol = f(slot.eol);
+}
+
+impl SprintDoc {
+    /// Applies `changes` and stamps `last_updated` with `now`, in memory only: call
+    /// [`SprintDoc::persist`] to write. On error nothing changes.
+    pub fn apply(
+        &mut self,
+        changes: &[Change],
+        now: Stamp,
+        opts: EditOptions,
+    ) -> Result<(), EditError> {
+        let path = self.path.display().to_string();
+        let mut splices: Vec<Splice> = Vec::with_capacity(changes.len() + 1);
+        for ch in changes {
+            let mut hits = self
+                .scan
+                .entries
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.key == ch.key);
+            let Some((idx, _)) = hits.next() else {
+                return Err(EditError::NotFound {
+                    key: ch.key.clone(),
+                    path,
+                });
+            };
+            let extra = hits.count();
+            if extra > 0 {
+                return Err(EditError::Duplicate {
+                    key: ch.key.clone(),
+                    count: extra + 1,
+                    path,
+                });
+            }
+            if splices
+                .iter()
+                .any(|s| matches!(s.target, Target::Entry(i, _) if i == idx))
+            {
+                return Err(EditError::Conflicting {
+                    key: ch.key.clone(),
+                });
+            }
+            let scanned = &self.scan.entries[idx];
+            let slot = &scanned.slot;
+            let project = ch.to.is_extended() && !opts.write_extended;
+            let token = if project {
+                match ch.to.projection() {
+                    Some(p) => p.as_str().to_owned(),
+                    None => slot.value.as_ref().map(|v| v.text.clone()).ok_or_else(|| {
+                        EditError::NoStatus {
+                            key: ch.key.clone(),
+                        }
+                    })?,
+                }
+            } else {
+                ch.to.as_str().to_owned()
+            };
+            let old_user = slot
+                .comment
+                .as_ref()
+                .map(|c| user_part(&self.text[c.clone()]).to_owned())
+                .unwrap_or_default();
+            let user = match (&ch.note, old_user.is_empty()) {
+                (Some(n), true) => n.replace(['\n', '\r'], " "),
+                (Some(n), false) => format!("{old_user}; {}", n.replace(['\n', '\r'], " ")),
+                (None, _) => old_user,
+            };
+            let marker = project.then(|| match &ch.reason {
+                Some(r) if !r.is_empty() => {
+                    format!("baton: {} ({})", ch.to, r.replace(['\n', '\r'], " "))
+                }
+                _ => format!("baton: {}", ch.to),
+            });
+            let comment = match (user.is_empty(), marker) {
+                (true, None) => None,
+                (false, None) => Some(format!("# {user}")),
+                (true, Some(m)) => Some(format!("# {m}")),
+                (false, Some(m)) => Some(format!("# {user} # {m}")),
+            };
+            let (region, text, new_slot) = rewrite(&self.text, slot, &token, comment);
+            splices.push(Splice {
+                region,
+                text,
+                target: Target::Entry(idx, new_slot),
+            });
+        }
+
+        let stamp = now.to_string();
+        let mut rescan = false;
+        match self
+            .scan
+            .fields
+            .iter()
+            .position(|f| f.name == "last_updated")
+        {
+            Some(fi) => {
+                let slot = &self.scan.fields[fi].slot;
+                let comment = slot
+                    .comment
+                    .as_ref()
+                    .map(|c| self.text[c.clone()].to_owned());
+                let (region, text, new_slot) = rewrite(&self.text, slot, &stamp, comment);
+                splices.push(Splice {
+                    region,
+                    text,
+                    target: Target::Field(fi, new_slot),
+                });
+            }
+            None => rescan = true,
+        }
+
+        splices.sort_by_key(|s| s.region.start);
+        let mut out = String::with_capacity(self.text.len() + 256);
+        let mut at = 0;
+        for s in &splices {
+            out.push_str(&self.text[at..s.region.start]);
+            out.push_str(&s.text);
+            at = s.region.end;
+        }
+        out.push_str(&self.text[at..]);
+
+        if rescan {
+            out = insert_last_updated(&out, &stamp, self.scan.dev_line);
+            let disk = self.disk;
+            // Only reachable once per file (the field is then present); a full parse is fine.
+            if let Ok(mut doc) = SprintDoc::parse(&self.path, out) {
+                doc.disk = disk;
+                *self = doc;
+            }
+            return Ok(());
+        }
+
+        // Shift every untouched span by the growth of the splices before it.
+        let ends: Vec<(usize, isize)> = {
+            let mut acc = 0isize;
+            splices
+                .iter()
+                .map(|s| {
+                    acc += s.text.len() as isize - s.region.len() as isize;
+                    (s.region.end, acc)
+                })
+                .collect()
+        };
+        let shift = |o: usize| -> usize {
+            let n = ends.partition_point(|(end, _)| *end <= o);
+            let delta = if n == 0 { 0 } else { ends[n - 1].1 };
+            (o as isize + delta) as usize
+        };
+        let starts: Vec<usize> = splices.iter().map(|s| shift(s.region.start)).collect();
+        for f in &mut self.scan.fields {
+            offset_slot(&mut f.slot, shift);
+            f.line_start = shift(f.line_start);
+        }
+        for e in &mut self.scan.entries {
+            offset_slot(&mut e.slot, shift);
+        }
+        self.text = out;
+        for (s, base) in splices.into_iter().zip(starts) {
+            match s.target {
+                Target::Entry(idx, mut slot) => {
+                    offset_slot(&mut slot, |o| o + base);
+                    slot.insert_at = self.scan.entries[idx].slot.insert_at;
+                    self.scan.entries[idx].slot = slot;
+                    let entry = entry_of(&self.text, &self.scan.entries[idx]);
+                    if let Some(m) = self.sprint.entry_mut(idx) {
+                        *m = entry;
+                    }
+                }
+                Target::Field(fi, mut slot) => {
+                    offset_slot(&mut slot, |o| o + base);
+                    slot.insert_at = self.scan.fields[fi].slot.insert_at;
+                    let value = slot.value.as_ref().map(|v| v.text.clone());
+                    self.scan.fields[fi].slot = slot;
+                    let name = self.scan.fields[fi].name.clone();
+                    if let Some(f) = self.sprint.fields.iter_mut().find(|f| f.name == name) {
+                        f.value = value;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Inserts a `last_updated` line before `development_status:` (or at the end).
+fn insert_last_updated(text: &str, stamp: &str, dev_line: Option<usize>) -> String {
+    let nl = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let line = format!("last_updated: {stamp}{nl}");
+    let at = dev_line.and_then(|n| {
+        let mut off = 0;
+        for _ in 1..n {
+            off += text[off..].find('\n')? + 1;
+        }
+        Some(off)
+    });
+    match at {
+        Some(off) => format!("{}{line}{}", &text[..off], &text[off..]),
+        None if text.is_empty() || text.ends_with('\n') => format!("{text}{line}"),
+        None => format!("{text}{nl}{line}"),
+    }
+}

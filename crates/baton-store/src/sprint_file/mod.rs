@@ -1,0 +1,359 @@
+//! `sprint-status.yaml`: tolerant load, minimal edits, compare-and-swap writes.
+//!
+//! A [`SprintDoc`] holds the file's exact text, the byte span of every value (from [`scan`]) and
+//! the typed model (`baton_core::Sprint`). Loading parses the whole file with a real YAML parser
+//! too and refuses any entry the two read differently, so an edit can never change what the YAML
+//! means beyond the value it targets. Edits splice new bytes into the spans of the changed values
+//! and `last_updated`, nothing else (BMAD-FORMAT.md R4). [`SprintDoc::persist`] writes atomically
+//! and only if the file on disk is still the one that was read.
+
+mod edit;
+pub mod scan;
+
+pub use edit::{Change, EditError, EditOptions};
+
+use crate::atomic;
+use baton_core::key::Key;
+use baton_core::sprint::{Entry, Field, Sprint};
+use baton_core::status::{Status, StatusValue};
+use scan::{Scan, ScannedEntry};
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Why a sprint file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Reading failed.
+    #[error("cannot read `{path}`: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The IO error.
+        #[source]
+        source: io::Error,
+    },
+    /// The file is not UTF-8.
+    #[error("`{path}` is not UTF-8 text")]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The YAML does not parse, or a line has a layout baton cannot edit safely.
+    #[error("{}:{line}{}: {message}", path.display(), column.map(|c| format!(":{c}")).unwrap_or_default())]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column, when known.
+        column: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Why a write did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum PersistError {
+    /// The file changed on disk since it was read: reload and try again.
+    #[error("`{path}` changed on disk since it was read")]
+    Conflict {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Writing failed.
+    #[error(transparent)]
+    Write(#[from] atomic::WriteError),
+}
+
+/// Identity of the file's on-disk version, for compare-and-swap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DiskVersion {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl DiskVersion {
+    fn of(meta: &fs::Metadata) -> Self {
+        DiskVersion {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+/// A loaded sprint-status file.
+#[derive(Debug, Clone)]
+pub struct SprintDoc {
+    path: PathBuf,
+    text: String,
+    scan: Scan,
+    sprint: Sprint,
+    disk: Option<DiskVersion>,
+}
+
+impl SprintDoc {
+    /// Reads and parses `path`.
+    pub fn load(path: &Path) -> Result<Self, LoadError> {
+        let io_err = |source| LoadError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = fs::File::open(path).map_err(io_err)?;
+        let meta = file.metadata().map_err(io_err)?;
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        io::Read::read_to_end(&mut &file, &mut bytes).map_err(io_err)?;
+        let text = String::from_utf8(bytes).map_err(|_| LoadError::NotUtf8 {
+            path: path.to_path_buf(),
+        })?;
+        let mut doc = Self::parse(path, text)?;
+        doc.disk = Some(DiskVersion::of(&meta));
+        Ok(doc)
+    }
+
+    /// Parses text that claims to come from `path` (used for messages only).
+    pub fn parse(path: &Path, text: String) -> Result<Self, LoadError> {
+        let syntax = |line: usize, column: Option<usize>, message: String| LoadError::Syntax {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message,
+        };
+        let yaml = parse_yaml(&text).map_err(|(l, c, m)| syntax(l, c, m))?;
+        let scan = scan::scan(&text).map_err(|e| syntax(e.line, None, e.message))?;
+        cross_check(&scan, &yaml).map_err(|(l, m)| syntax(l, None, m))?;
+        let sprint = model(&text, &scan);
+        Ok(SprintDoc {
+            path: path.to_path_buf(),
+            text,
+            scan,
+            sprint,
+            disk: None,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The exact text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The typed model.
+    pub fn sprint(&self) -> &Sprint {
+        &self.sprint
+    }
+
+    /// Whether the file on disk is no longer the version this document was read from or wrote.
+    pub fn changed_on_disk(&self) -> bool {
+        let now = fs::metadata(&self.path).ok().map(|m| DiskVersion::of(&m));
+        now != self.disk
+    }
+
+    /// Writes the current text atomically, unless the file changed on disk since it was read.
+    pub fn persist(&mut self) -> Result<(), PersistError> {
+        if self.changed_on_disk() {
+            return Err(PersistError::Conflict {
+                path: self.path.clone(),
+            });
+        }
+        let meta = atomic::replace(&self.path, self.text.as_bytes())?;
+        self.disk = Some(DiskVersion::of(&meta));
+        Ok(())
+    }
+
+    /// Writes the text as a new file (for `baton init` and tests), failing if it exists.
+    pub fn create(path: &Path, text: &str) -> Result<Self, LoadError> {
+        Self::parse(path, text.to_owned())?;
+        let write = |source| LoadError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if path.exists() {
+            return Err(write(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "file exists",
+            )));
+        }
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(write)?;
+        }
+        atomic::replace_durable(path, text.as_bytes()).map_err(|e| write(e.source))?;
+        Self::load(path)
+    }
+}
+
+/// Parses the whole text as YAML; returns the `development_status` mapping (key → status text,
+/// `None` for a value without a status) in file order, first occurrence of each key.
+type YamlStatuses = Vec<(String, Option<String>)>;
+
+fn parse_yaml(text: &str) -> Result<Option<YamlStatuses>, (usize, Option<usize>, String)> {
+    use serde_json::Value;
+    let options = serde_saphyr::options! {
+        duplicate_keys: serde_saphyr::DuplicateKeyPolicy::FirstWins,
+    };
+    let value: Value = match serde_saphyr::from_str_with_options(text, options) {
+        Ok(v) => v,
+        Err(e) => {
+            let (line, col) = e
+                .location()
+                .map(|l| (to_usize(l.line()), Some(to_usize(l.column()))))
+                .unwrap_or((1, None));
+            let message = e.to_string();
+            let first = message.lines().next().unwrap_or("invalid YAML").to_owned();
+            return Err((line.max(1), col, first));
+        }
+    };
+    let root = match value {
+        Value::Null => return Ok(None),
+        Value::Object(map) => map,
+        _ => {
+            return Err((
+                1,
+                None,
+                "the sprint file must be a mapping of `key: value` lines".into(),
+            ));
+        }
+    };
+    let Some(dev) = root.get("development_status") else {
+        return Ok(None);
+    };
+    let map = match dev {
+        Value::Null => return Ok(Some(Vec::new())),
+        Value::Object(m) => m,
+        _ => {
+            return Err((
+                1,
+                None,
+                "`development_status` must be a mapping of `key: status`".into(),
+            ));
+        }
+    };
+    let scalar = |v: &Value| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    };
+    Ok(Some(
+        map.iter()
+            .map(|(k, v)| {
+                let status = match v {
+                    Value::Object(inner) => inner.get("status").and_then(scalar),
+                    other => scalar(other),
+                };
+                (k.clone(), status)
+            })
+            .collect(),
+    ))
+}
+
+fn to_usize(n: impl TryInto<usize>) -> usize {
+    n.try_into().unwrap_or(usize::MAX)
+}
+
+fn cross_check(scan: &Scan, yaml: &Option<YamlStatuses>) -> Result<(), (usize, String)> {
+    let Some(yaml) = yaml else {
+        return Ok(());
+    };
+    let mut seen = std::collections::HashSet::with_capacity(scan.entries.len());
+    let firsts: Vec<&ScannedEntry> = scan
+        .entries
+        .iter()
+        .filter(|e| seen.insert(e.key.as_str()))
+        .collect();
+    if firsts.len() != yaml.len() {
+        let line = scan.dev_line.unwrap_or(1);
+        return Err((
+            line,
+            format!(
+                "`development_status` has {} entries for YAML but baton read {}; the mapping uses a layout baton cannot edit safely (keep one `key: status` per line)",
+                yaml.len(),
+                firsts.len()
+            ),
+        ));
+    }
+    for (e, (key, status)) in firsts.iter().zip(yaml) {
+        let mine = e.slot.value.as_ref().map(|v| v.text.as_str());
+        if e.key != *key || mine != status.as_deref() {
+            return Err((
+                e.line,
+                format!(
+                    "`{}` reads as `{}` to YAML but `{}` to baton's editor (anchors, tags or multi-line values are not supported in `development_status`)",
+                    key,
+                    status.as_deref().unwrap_or("<none>"),
+                    mine.unwrap_or("<none>")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `baton: <state>` marker in a trailing comment, if its state fits the canonical value.
+pub(crate) fn marker(comment: &str, canonical: &StatusValue) -> Option<Status> {
+    let at = comment.find("baton: ")?;
+    let word: String = comment[at + 7..]
+        .chars()
+        .take_while(|c| c.is_ascii_lowercase() || *c == '-')
+        .collect();
+    let state = Status::parse(&word).filter(|s| s.is_extended())?;
+    let fits = match state.projection() {
+        Some(p) => canonical.known() == Some(p),
+        None => canonical.known().is_some(),
+    };
+    fits.then_some(state)
+}
+
+pub(crate) fn entry_of(text: &str, e: &ScannedEntry) -> Entry {
+    let key = Key::new(e.key.clone());
+    let raw = e.slot.value.as_ref().map(|v| v.text.clone());
+    let (value, legacy) = match &raw {
+        Some(r) => StatusValue::parse(r, key.kind()),
+        None => (StatusValue::Unknown(String::new()), None),
+    };
+    let literal = value.known().filter(|s| s.is_extended());
+    let extended = literal.or_else(|| {
+        e.slot
+            .comment
+            .as_ref()
+            .and_then(|c| marker(&text[c.clone()], &value))
+    });
+    Entry {
+        key,
+        raw,
+        value,
+        legacy,
+        extended,
+        line: e.line,
+        structured: e.structured,
+    }
+}
+
+fn model(text: &str, scan: &Scan) -> Sprint {
+    let fields = scan
+        .fields
+        .iter()
+        .map(|f| Field {
+            name: f.name.clone(),
+            value: f.slot.value.as_ref().map(|v| v.text.clone()),
+            line: f.line,
+        })
+        .collect();
+    let entries = scan.entries.iter().map(|e| entry_of(text, e)).collect();
+    Sprint::new(fields, scan.dev_line, entries)
+}
+
+#[cfg(test)]
+mod tests;

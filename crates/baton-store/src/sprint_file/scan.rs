@@ -1,0 +1,416 @@
+//! A line scanner for `sprint-status.yaml` that records where every value lives.
+//!
+//! BMad sprint files are simple block YAML: top-level scalars, a `development_status` mapping of
+//! `key: status  # comment` lines (or struct values, flow `{status: …}` or block), and an optional
+//! `action_items` list. The scanner finds, for each entry, the byte span of its status token and
+//! of its trailing comment, so an edit can replace exactly those bytes. It does not decide whether
+//! the file is valid YAML: the loader cross-checks every entry against a real YAML parse and
+//! refuses to edit what the two read differently.
+
+use std::ops::Range;
+
+/// A scalar value's location.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueSpan {
+    /// Byte range of the token, quotes included.
+    pub range: Range<usize>,
+    /// The quote character, if quoted.
+    pub quote: Option<char>,
+    /// The value without quotes.
+    pub text: String,
+}
+
+/// Where a status lives and what surrounds it on its line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slot {
+    /// The status token, if there is one.
+    pub value: Option<ValueSpan>,
+    /// Where a missing value would be inserted (right after `key:`).
+    pub insert_at: usize,
+    /// Byte range of the trailing comment (from `#`), if any.
+    pub comment: Option<Range<usize>>,
+    /// End of the line's content (before `\r\n` / `\n`).
+    pub eol: usize,
+}
+
+/// A top-level key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopField {
+    /// The key.
+    pub name: String,
+    /// 1-based line.
+    pub line: usize,
+    /// Its scalar value on the same line, if any.
+    pub slot: Slot,
+    /// Byte offset of the start of its line.
+    pub line_start: usize,
+}
+
+/// One `development_status` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScannedEntry {
+    /// The key (unquoted).
+    pub key: String,
+    /// 1-based line of the key.
+    pub line: usize,
+    /// Where its status is (for block structs: the `status:` child line).
+    pub slot: Slot,
+    /// Whether the value is a struct (flow or block).
+    pub structured: bool,
+}
+
+/// The scan of a whole file.
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    /// Top-level keys in file order.
+    pub fields: Vec<TopField>,
+    /// Line of `development_status:`.
+    pub dev_line: Option<usize>,
+    /// Entries in file order (duplicates included).
+    pub entries: Vec<ScannedEntry>,
+}
+
+/// A line the scanner cannot place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanError {
+    /// 1-based line.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+struct Line<'a> {
+    no: usize,
+    start: usize,
+    text: &'a str,
+}
+
+fn lines(text: &str) -> impl Iterator<Item = Line<'_>> {
+    let mut start = 0;
+    let mut no = 0;
+    std::iter::from_fn(move || {
+        if start >= text.len() {
+            return None;
+        }
+        no += 1;
+        let rest = &text[start..];
+        let len = rest.find('\n').unwrap_or(rest.len());
+        let mut body = &rest[..len];
+        if let Some(stripped) = body.strip_suffix('\r') {
+            body = stripped;
+        }
+        let line = Line {
+            no,
+            start,
+            text: body,
+        };
+        start += (len + 1).min(rest.len());
+        Some(line)
+    })
+}
+
+fn indent(s: &str) -> usize {
+    s.len() - s.trim_start_matches(' ').len()
+}
+
+fn is_blank_or_comment(s: &str) -> bool {
+    let t = s.trim_start();
+    t.is_empty() || t.starts_with('#')
+}
+
+/// Splits `key: rest` at the mapping colon; returns (key, offset of rest within `s`).
+fn split_key(s: &str) -> Option<(String, usize)> {
+    let bytes = s.as_bytes();
+    let (key, after) = match bytes.first()? {
+        q @ (b'"' | b'\'') => {
+            let close = s[1..].find(*q as char)? + 1;
+            (s[1..close].to_owned(), close + 1)
+        }
+        _ => {
+            let mut i = 0;
+            loop {
+                let c = *bytes.get(i)?;
+                if c == b':' && matches!(bytes.get(i + 1), None | Some(b' ' | b'\t')) {
+                    break;
+                }
+                if c == b'#' && i > 0 && bytes[i - 1] == b' ' {
+                    return None;
+                }
+                i += 1;
+            }
+            (s[..i].trim_end().to_owned(), i)
+        }
+    };
+    if bytes.get(after) != Some(&b':') {
+        return None;
+    }
+    Some((key, after + 1))
+}
+
+/// Parses the value part of a line (`rest` starts right after the colon at byte `base`).
+fn slot_of(line: &str, base: usize, rest_off: usize) -> Slot {
+    let rest = &line[rest_off..];
+    let lead = rest.len() - rest.trim_start().len();
+    let vstart = rest_off + lead;
+    let eol = base + line.len();
+    let v = &line[vstart..];
+    let comment_from = |from: usize| -> Option<Range<usize>> {
+        let tail = &line[from..];
+        let mut prev_space = from == 0 || line.as_bytes()[from - 1] == b' ';
+        for (i, c) in tail.char_indices() {
+            if c == '#' && prev_space {
+                return Some(base + from + i..eol);
+            }
+            prev_space = c == ' ' || c == '\t';
+        }
+        None
+    };
+    if v.is_empty() || v.starts_with('#') {
+        return Slot {
+            value: None,
+            insert_at: base + rest_off,
+            comment: comment_from(vstart),
+            eol,
+        };
+    }
+    let (range, quote, text) = match v.as_bytes()[0] {
+        q @ (b'"' | b'\'') => match v[1..].find(q as char) {
+            Some(close) => (
+                vstart..vstart + close + 2,
+                Some(q as char),
+                v[1..close + 1].to_owned(),
+            ),
+            None => (vstart..line.len(), None, v.to_owned()),
+        },
+        _ => {
+            let end = comment_from(vstart).map_or(line.len(), |c| c.start - base);
+            let token = line[vstart..end].trim_end();
+            (vstart..vstart + token.len(), None, token.to_owned())
+        }
+    };
+    let after = range.end;
+    Slot {
+        value: Some(ValueSpan {
+            range: base + range.start..base + range.end,
+            quote,
+            text,
+        }),
+        insert_at: base + rest_off,
+        comment: comment_from(after),
+        eol,
+    }
+}
+
+/// Finds `status: x` inside a flow map `{status: x, size: M}` on `line` starting at `open`.
+fn flow_status(line: &str, base: usize, open: usize) -> Option<Slot> {
+    let close = line.rfind('}')?;
+    let inner_start = open + 1;
+    let mut pos = inner_start;
+    for part in line[inner_start..close].split(',') {
+        let trimmed = part.trim_start();
+        let off = pos + (part.len() - trimmed.len());
+        if let Some((k, rest)) = split_key(trimmed)
+            && k == "status"
+        {
+            let part_end = pos + part.len();
+            let mut s = slot_of(&line[..part_end], base, off + rest);
+            s.comment = slot_of(line, base, close + 1).comment;
+            s.eol = base + line.len();
+            if let Some(v) = &mut s.value {
+                let t = v.text.trim_end().to_owned();
+                v.range.end = v.range.start + t.len() + usize::from(v.quote.is_some()) * 2;
+                if v.quote.is_none() {
+                    v.text = t;
+                }
+            }
+            return Some(s);
+        }
+        pos += part.len() + 1;
+    }
+    None
+}
+
+/// Scans a whole file.
+pub fn scan(text: &str) -> Result<Scan, ScanError> {
+    let mut out = Scan::default();
+    let mut in_dev = false;
+    let mut entry_indent: Option<usize> = None;
+    let mut open_struct: Option<usize> = None; // index of entry whose block children follow
+    for line in lines(text) {
+        let t = line.text;
+        if is_blank_or_comment(t) {
+            continue;
+        }
+        let ind = indent(t);
+        if t.starts_with('\t') {
+            return Err(ScanError {
+                line: line.no,
+                message: "tab used for indentation; YAML needs spaces".into(),
+            });
+        }
+        if ind == 0 {
+            in_dev = false;
+            open_struct = None;
+            if t.starts_with('-') || t.starts_with("---") || t.starts_with("...") {
+                continue;
+            }
+            let Some((name, rest)) = split_key(t) else {
+                return Err(ScanError {
+                    line: line.no,
+                    message: format!("expected `key: value`, found `{}`", t.trim()),
+                });
+            };
+            let slot = slot_of(t, line.start, rest);
+            if name == "development_status" {
+                if slot.value.is_some() {
+                    return Err(ScanError {
+                        line: line.no,
+                        message: "`development_status` must be a block mapping (one `key: status` per line), not an inline value".into(),
+                    });
+                }
+                out.dev_line = Some(line.no);
+                in_dev = true;
+                entry_indent = None;
+                continue;
+            }
+            out.fields.push(TopField {
+                name,
+                line: line.no,
+                slot,
+                line_start: line.start,
+            });
+            continue;
+        }
+        if !in_dev {
+            continue; // nested content of another top-level key (action_items, unknown maps)
+        }
+        let want = *entry_indent.get_or_insert(ind);
+        if ind < want {
+            return Err(ScanError {
+                line: line.no,
+                message: format!(
+                    "indentation of {ind} spaces does not match the {want} of the entries above"
+                ),
+            });
+        }
+        let body = &t[ind..];
+        if ind > want {
+            // A child line of a block-struct entry: look for `status:`.
+            let Some(idx) = open_struct else {
+                return Err(ScanError {
+                    line: line.no,
+                    message: "unexpected deeper indentation: a status value cannot span lines"
+                        .into(),
+                });
+            };
+            out.entries[idx].structured = true;
+            if let Some((k, rest)) = split_key(body)
+                && k == "status"
+                && out.entries[idx].slot.value.is_none()
+            {
+                out.entries[idx].slot = slot_of(t, line.start, ind + rest);
+            }
+            continue;
+        }
+        if body.starts_with('-') {
+            return Err(ScanError {
+                line: line.no,
+                message: "`development_status` must be a mapping, found a list item".into(),
+            });
+        }
+        let Some((key, rest)) = split_key(body) else {
+            return Err(ScanError {
+                line: line.no,
+                message: format!("expected `key: status`, found `{}`", body.trim()),
+            });
+        };
+        let mut slot = slot_of(t, line.start, ind + rest);
+        let mut structured = false;
+        open_struct = None;
+        match &slot.value {
+            Some(v) if v.quote.is_none() && v.text.starts_with('{') => {
+                structured = true;
+                let open = v.range.start - line.start;
+                slot = flow_status(t, line.start, open).unwrap_or(Slot {
+                    value: None,
+                    insert_at: slot.insert_at,
+                    comment: None,
+                    eol: slot.eol,
+                });
+            }
+            None => open_struct = Some(out.entries.len()),
+            _ => {}
+        }
+        out.entries.push(ScannedEntry {
+            key,
+            line: line.no,
+            slot,
+            structured,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(text: &str, e: &ScannedEntry) -> String {
+        e.slot
+            .value
+            .as_ref()
+            .map(|v| text[v.range.clone()].to_owned())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn finds_plain_quoted_commented_and_struct_values() {
+        let text = "# header\ngenerated: 01-02-2026 10:00\nproject: demo\n\ndevelopment_status:\n  epic-1: in-progress  # started\n  1-1-a: \"done\"\n  1-2-b: {status: review, size: M}  # big\n  1-3-c:\n    status: backlog # nested\n    size: S\n  1-4-d: ready-for-dev\n";
+        let s = scan(text).unwrap();
+        assert_eq!(s.dev_line, Some(5));
+        let got: Vec<(String, String)> = s
+            .entries
+            .iter()
+            .map(|e| (e.key.clone(), value(text, e)))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("epic-1", "in-progress"),
+                ("1-1-a", "\"done\""),
+                ("1-2-b", "review"),
+                ("1-3-c", "backlog"),
+                ("1-4-d", "ready-for-dev"),
+            ]
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+        );
+        let c = s.entries[0].slot.comment.clone().unwrap();
+        assert_eq!(&text[c], "# started");
+        let c = s.entries[2].slot.comment.clone().unwrap();
+        assert_eq!(&text[c], "# big");
+        assert!(s.entries[2].structured && s.entries[3].structured && !s.entries[4].structured);
+        assert_eq!(s.fields.len(), 2);
+    }
+
+    #[test]
+    fn crlf_lines_keep_their_carriage_return_out_of_values() {
+        let text = "development_status:\r\n  1-1-a: done\r\n";
+        let s = scan(text).unwrap();
+        assert_eq!(value(text, &s.entries[0]), "done");
+    }
+
+    #[test]
+    fn reports_lines_it_cannot_place() {
+        let err = scan("development_status:\n    1-1-a: done\n  1-2-b: done\n").unwrap_err();
+        assert_eq!(err.line, 3);
+        let err = scan("development_status:\n  - a\n").unwrap_err();
+        assert_eq!(err.line, 2);
+    }
+
+    #[test]
+    fn hash_inside_a_token_is_not_a_comment() {
+        let text = "development_status:\n  1-1-a: done#not-comment # real\n";
+        let s = scan(text).unwrap();
+        assert_eq!(value(text, &s.entries[0]), "done#not-comment");
+    }
+}
