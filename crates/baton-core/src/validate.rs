@@ -55,6 +55,8 @@ pub enum ProblemKind {
     Stale,
     /// The YAML itself could not be read (reported by the store).
     Syntax,
+    /// The file and the journal disagree: the file was changed outside baton.
+    JournalMismatch,
 }
 
 /// One problem.

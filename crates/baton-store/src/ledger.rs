@@ -11,6 +11,7 @@
 use crate::journal::{Event, EventFilter, Journal, JournalError, NewEvent};
 use crate::lock::{FileLock, LockError};
 use crate::sprint_file::{Change, EditError, EditOptions, LoadError, PersistError, SprintDoc};
+use crate::story_file;
 use baton_core::actor::Actor;
 use baton_core::epic;
 use baton_core::key::KeyKind;
@@ -94,8 +95,8 @@ pub enum LedgerError {
         attempts: usize,
     },
     /// The story file could not be kept in step.
-    #[error("{0}")]
-    StoryFile(String),
+    #[error(transparent)]
+    StoryFile(#[from] story_file::StoryFileError),
 }
 
 /// Settings of the ledger.
@@ -400,7 +401,7 @@ impl<J: Journal> Ledger<J> {
         let Some(raw) = &entry.raw else {
             return Ok(());
         };
-        let _ = (&path, raw); // WIRE: story_file::sync_status
+        story_file::sync_status(&path, raw)?;
         Ok(())
     }
 

@@ -7,7 +7,7 @@ use baton_core::key::KeyKind;
 use baton_core::next::{NextAction, next_action};
 use baton_core::status::Status;
 use baton_core::validate::{self, Options, Problem, ProblemKind, Severity};
-use baton_store::ledger::{Now, audit};
+use baton_store::ledger::Now;
 use baton_store::sprint_file::{LoadError, SprintDoc};
 use comfy_table::{Table, presets::NOTHING};
 use serde::Serialize;
@@ -79,6 +79,16 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
         }
         Err(err) => return Err(err.into()),
     };
+    // A journal means baton has written here before: settle anything a killed process left
+    // pending, then compare the journal with the file.
+    let mut disagreements = Vec::new();
+    let doc = if cfg.journal_path().exists() {
+        let ledger = crate::project::ledger(&cfg)?;
+        disagreements = ledger.audit()?;
+        ledger.doc().clone()
+    } else {
+        doc
+    };
     let sprint = doc.sprint();
     let mut problems = validate::validate(
         sprint,
@@ -87,13 +97,12 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
             stale_days: i64::from(cfg.stale_days),
         },
     );
-    if cfg.journal_path().exists() {
-        let journal = crate::project::journal(&cfg)?;
-        for d in audit(&doc, &journal)? {
+    {
+        for d in disagreements {
             let line = sprint.get(&d.key).map(|e| e.line);
             problems.push(Problem {
                 severity: Severity::Warning,
-                kind: ProblemKind::Syntax,
+                kind: ProblemKind::JournalMismatch,
                 line,
                 key: Some(d.key.clone()),
                 message: format!(

@@ -221,12 +221,11 @@ pub struct CostEntry {
 /// The journal backend.
 ///
 /// Methods that write take effect as one transaction each; `record_pending` is durable when it
-/// returns (synchronous commit), while `mark_applied` may be lazy: reconciliation repairs a lost
-/// mark by comparing the sprint file with the pending events.
+/// returns (synchronous commit), while `mark_applied` may skip the flush: reconciliation repairs a
+/// lost mark by comparing the sprint file with the pending events.
 pub trait Journal {
     /// Records a group of transitions that one sprint-file write will apply, as `pending`, in
-    /// one durable transaction. Returns their ids, in order. Events already marked applied in
-    /// memory but not yet flushed are flushed in the same transaction.
+    /// one durable transaction. Returns their ids, in order.
     fn record_pending(&mut self, events: &[NewEvent]) -> Result<Vec<i64>, JournalError>;
     /// Marks events as applied.
     fn mark_applied(&mut self, ids: &[i64]) -> Result<(), JournalError>;
@@ -257,7 +256,8 @@ pub trait Journal {
     fn steps(&self, run_id: &str) -> Result<Vec<StepRecord>, JournalError>;
     /// Records an escalation; returns its id.
     fn raise_escalation(&mut self, esc: &EscalationRecord) -> Result<i64, JournalError>;
-    /// Records the answer to an escalation. Errors if the id is unknown.
+    /// Records the answer to an escalation: `true` if answered now, `false` if the id is unknown
+    /// or was already answered (the first answer stands).
     fn answer_escalation(&mut self, id: i64, answer: &str, at: &str) -> Result<bool, JournalError>;
     /// Escalations, open ones only if `open_only`.
     fn escalations(&self, open_only: bool) -> Result<Vec<EscalationRecord>, JournalError>;

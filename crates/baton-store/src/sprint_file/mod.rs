@@ -357,3 +357,6 @@ fn model(text: &str, scan: &Scan) -> Sprint {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod proptests;

@@ -1,0 +1,1 @@
+//! tally: counts words and lines in text.
