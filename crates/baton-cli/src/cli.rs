@@ -19,7 +19,7 @@ pub struct Cli {
         short = 'C',
         long = "project",
         global = true,
-        env = "BATON_PROJECT",
+        env = crate::env::BATON_PROJECT,
         value_name = "DIR"
     )]
     pub project: Option<PathBuf>,
@@ -54,6 +54,26 @@ pub enum Command {
         in-progress, done (epics); optional, done (retrospectives); and baton's extended states \
         story-doc-review, story-doc-improved, e2e-verify, needs-intervention.")]
     Set(SetArgs),
+
+    /// List the agents: bundled, user (~/.config/baton/agents/) and trusted project ones.
+    #[command(after_help = "Examples:\n  baton agents\n  baton agents --json")]
+    Agents(AgentsArgs),
+
+    /// Trust this project to supply its own agents (`.baton/agents/`), after reviewing them.
+    #[command(
+        after_help = "Examples:\n  baton trust            # trust the current project\n  baton trust --revoke\n\n\
+        Trust is recorded in your configuration directory, never in the project."
+    )]
+    Trust(TrustArgs),
+
+    /// Dispatch agents on a task, without any sprint: one, several in parallel, or a chain.
+    #[command(after_help = "Examples:\n  baton team scout \"find the tests\"\n  \
+        baton team --parallel security-reviewer,performance-reviewer \"review src/\"\n  \
+        baton team --chain scout,implementer \"add a --verbose flag; context: {previous}\"\n  \
+        baton team scout \"map the code\" --model ollama/qwen2.5-coder:14b --json\n\n\
+        In a chain, each step's final answer replaces {previous} in the next step's task.\n\
+        Exit codes: 0 all completed, 1 a step failed, 3 an agent escalated, 4 the budget stopped it.")]
+    Team(TeamArgs),
 
     /// Show the journal of status changes.
     #[command(
@@ -117,4 +137,48 @@ pub struct LogArgs {
     /// Include pending and abandoned events (writes interrupted or lost to a concurrent edit).
     #[arg(long)]
     pub all: bool,
+}
+
+/// `baton agents`.
+#[derive(Debug, Args)]
+pub struct AgentsArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton trust`.
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// Withdraw trust instead.
+    #[arg(long)]
+    pub revoke: bool,
+}
+
+/// `baton team`.
+#[derive(Debug, Args)]
+pub struct TeamArgs {
+    /// `AGENT TASK`, or just `TASK` with `--parallel` / `--chain`.
+    #[arg(required = true, num_args = 1..=2, value_name = "AGENT TASK")]
+    pub args: Vec<String>,
+    /// Run the same task on these agents concurrently (comma-separated).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "AGENTS",
+        conflicts_with = "chain"
+    )]
+    pub parallel: Option<Vec<String>>,
+    /// Run these agents in order, each step's answer replacing `{previous}` (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "AGENTS")]
+    pub chain: Option<Vec<String>>,
+    /// Use this `provider/model` for every agent instead of their own.
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// Auto-confirm checkpoints and proceed with the recommended path.
+    #[arg(long)]
+    pub yolo: bool,
+    /// Print the report as JSON (progress lines are not printed).
+    #[arg(long)]
+    pub json: bool,
 }

@@ -8,7 +8,10 @@
 
 mod cli;
 mod commands;
+mod config;
+mod env;
 mod project;
+mod trust;
 
 use clap::Parser;
 use std::process::ExitCode;

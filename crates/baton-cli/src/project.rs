@@ -1,7 +1,7 @@
 //! Finding the project and opening its state: config, sprint document, journal, ledger.
 
+use crate::config::{self, Config};
 use anyhow::{Context, Result};
-use baton_store::config::{self, Config};
 use baton_store::journal::SqliteJournal;
 use baton_store::ledger::{Ledger, LedgerOptions};
 use std::path::{Path, PathBuf};

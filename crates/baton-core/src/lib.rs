@@ -7,6 +7,7 @@
 //! every front end.
 
 pub mod actor;
+pub mod budget;
 pub mod epic;
 pub mod key;
 pub mod next;

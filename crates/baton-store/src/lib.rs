@@ -6,7 +6,6 @@
 //! legal is baton-core's job; this crate makes the chosen ones durable.
 
 pub mod atomic;
-pub mod config;
 pub mod frontmatter;
 pub mod journal;
 pub mod ledger;

@@ -2,8 +2,8 @@
 
 use crate::cli::InitArgs;
 use crate::commands::Code;
+use crate::config::{self, Config};
 use anyhow::{Context, Result};
-use baton_store::config::{self, Config};
 use baton_store::ledger::Now;
 use baton_store::sprint_file::SprintDoc;
 use serde::Serialize;
@@ -36,6 +36,7 @@ struct Report {
     project: String,
     kind: &'static str,
     signals: Vec<String>,
+    paths: std::collections::BTreeMap<&'static str, String>,
     created: Vec<String>,
     kept: Vec<String>,
 }
@@ -180,6 +181,13 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
             "brownfield"
         },
         signals,
+        paths: [
+            ("sprint_status", rel(&cfg.sprint_status)),
+            ("stories", rel(&cfg.stories)),
+            ("planning", rel(&cfg.planning)),
+        ]
+        .into_iter()
+        .collect(),
         created,
         kept,
     };

@@ -1,9 +1,11 @@
 //! One module per command; each returns the exit code it ends with.
 
+mod agents;
 mod init;
 mod log;
 mod set;
 mod status;
+mod team;
 
 use crate::cli::{Cli, Command};
 use anyhow::Result;
@@ -15,6 +17,10 @@ pub enum Code {
     Ok = 0,
     /// An error, or an invalid sprint file under `--validate`.
     Error = 1,
+    /// Paused on an escalation awaiting an answer.
+    Paused = 3,
+    /// Stopped by the budget.
+    Budget = 4,
 }
 
 impl From<Code> for std::process::ExitCode {
@@ -31,5 +37,8 @@ pub fn run(cli: Cli) -> Result<Code> {
         Command::Status(args) => status::run(&root, &args),
         Command::Set(args) => set::run(&root, &args),
         Command::Log(args) => log::run(&root, &args),
+        Command::Agents(args) => agents::run(&root, &args),
+        Command::Trust(args) => agents::trust(&root, &args),
+        Command::Team(args) => team::run(&root, &args),
     }
 }

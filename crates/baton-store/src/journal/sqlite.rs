@@ -114,9 +114,22 @@ impl SqliteJournal {
         // First, so that everything after it (including the WAL switch) waits for other writers.
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
         // Returns the resulting mode (`memory` for in-memory databases, which is fine).
-        let _mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(err)?;
+        // Switching a fresh database to WAL needs an exclusive lock, and SQLite answers
+        // SQLITE_BUSY there without calling the busy handler: retry for a bounded time.
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(2);
+        let _mode: String = loop {
+            match conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)) {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy
+                        && started.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(100));
+                }
+                other => break other.map_err(err)?,
+            }
+        };
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(err)?;
         conn.pragma_update(None, "foreign_keys", "ON")

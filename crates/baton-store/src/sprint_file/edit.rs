@@ -66,12 +66,28 @@ pub enum EditError {
         /// The key.
         key: String,
     },
+    /// A block-struct entry without a `status:` child.
+    #[error("`{key}` is a block value without a `status:` line; add `status: backlog` under it")]
+    NoStatusSlot {
+        /// The key.
+        key: String,
+    },
+    /// The edited text would not read back (should not happen; nothing was changed).
+    #[error("the edit of `{path}` would not read back ({detail}); nothing was changed")]
+    Reparse {
+        /// The file.
+        path: String,
+        /// The loader's message.
+        detail: String,
+    },
 }
 
 struct Splice {
     region: Range<usize>,
     text: String,
     target: Target,
+    /// How far before the region the slot's insertion point (right after `key:`) lies.
+    lead: usize,
 }
 
 enum Target {
@@ -194,7 +210,15 @@ impl SprintDoc {
             }
             let scanned = &self.scan.entries[idx];
             let slot = &scanned.slot;
-            let project = ch.to.is_extended() && !opts.write_extended;
+            if scanned.structured && slot.value.is_none() {
+                return Err(EditError::NoStatusSlot {
+                    key: ch.key.clone(),
+                });
+            }
+            // needs-intervention has no canonical spelling of its own: it always keeps the
+            // story's status and says so in the marker, even when extended states are literal.
+            let project =
+                ch.to.is_extended() && (!opts.write_extended || ch.to == Status::NeedsIntervention);
             let token = if project {
                 match ch.to.projection() {
                     Some(p) => p.as_str().to_owned(),
@@ -231,6 +255,7 @@ impl SprintDoc {
             };
             let (region, text, new_slot) = rewrite(&self.text, slot, &token, comment);
             splices.push(Splice {
+                lead: region.start - slot.insert_at,
                 region,
                 text,
                 target: Target::Entry(idx, new_slot),
@@ -245,6 +270,10 @@ impl SprintDoc {
             .iter()
             .position(|f| f.name == "last_updated")
         {
+            Some(fi) if !stampable(&self.scan.fields[fi]) => {
+                // A block, anchored or tagged value: rewriting it could change the YAML's
+                // meaning, so it is left as it is.
+            }
             Some(fi) => {
                 let slot = &self.scan.fields[fi].slot;
                 let comment = slot
@@ -253,6 +282,7 @@ impl SprintDoc {
                     .map(|c| self.text[c.clone()].to_owned());
                 let (region, text, new_slot) = rewrite(&self.text, slot, &stamp, comment);
                 splices.push(Splice {
+                    lead: region.start - slot.insert_at,
                     region,
                     text,
                     target: Target::Field(fi, new_slot),
@@ -275,10 +305,12 @@ impl SprintDoc {
             out = insert_last_updated(&out, &stamp, self.scan.dev_line);
             let disk = self.disk;
             // Only reachable once per file (the field is then present); a full parse is fine.
-            if let Ok(mut doc) = SprintDoc::parse(&self.path, out) {
-                doc.disk = disk;
-                *self = doc;
-            }
+            let mut doc = SprintDoc::parse(&self.path, out).map_err(|e| EditError::Reparse {
+                path: path.clone(),
+                detail: e.to_string(),
+            })?;
+            doc.disk = disk;
+            *self = doc;
             return Ok(());
         }
 
@@ -298,7 +330,16 @@ impl SprintDoc {
             let delta = if n == 0 { 0 } else { ends[n - 1].1 };
             (o as isize + delta) as usize
         };
-        let starts: Vec<usize> = splices.iter().map(|s| shift(s.region.start)).collect();
+        // Where each splice lands in the new text: its start plus the growth of the splices
+        // before it (not `shift`, which would count an empty splice's own growth).
+        let starts: Vec<usize> = splices
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let before = if i == 0 { 0 } else { ends[i - 1].1 };
+                (s.region.start as isize + before) as usize
+            })
+            .collect();
         for f in &mut self.scan.fields {
             offset_slot(&mut f.slot, shift);
             f.line_start = shift(f.line_start);
@@ -311,7 +352,7 @@ impl SprintDoc {
             match s.target {
                 Target::Entry(idx, mut slot) => {
                     offset_slot(&mut slot, |o| o + base);
-                    slot.insert_at = self.scan.entries[idx].slot.insert_at;
+                    slot.insert_at = base - s.lead;
                     self.scan.entries[idx].slot = slot;
                     let entry = entry_of(&self.text, &self.scan.entries[idx]);
                     if let Some(m) = self.sprint.entry_mut(idx) {
@@ -320,7 +361,7 @@ impl SprintDoc {
                 }
                 Target::Field(fi, mut slot) => {
                     offset_slot(&mut slot, |o| o + base);
-                    slot.insert_at = self.scan.fields[fi].slot.insert_at;
+                    slot.insert_at = base - s.lead;
                     let value = slot.value.as_ref().map(|v| v.text.clone());
                     self.scan.fields[fi].slot = slot;
                     let name = self.scan.fields[fi].name.clone();
@@ -331,6 +372,17 @@ impl SprintDoc {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether `last_updated` is a plain or quoted scalar on its own line that can be rewritten.
+fn stampable(f: &super::scan::TopField) -> bool {
+    if f.has_children {
+        return false;
+    }
+    match &f.slot.value {
+        None => true,
+        Some(v) => v.quote.is_some() || !v.text.starts_with(['&', '*', '!', '|', '>', '[', '{']),
     }
 }
 

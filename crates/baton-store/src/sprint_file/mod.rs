@@ -306,12 +306,14 @@ pub(crate) fn marker(comment: &str, canonical: &StatusValue) -> Option<Status> {
     let at = comment.find("baton: ")?;
     let word: String = comment[at + 7..]
         .chars()
-        .take_while(|c| c.is_ascii_lowercase() || *c == '-')
+        .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')
         .collect();
     let state = Status::parse(&word).filter(|s| s.is_extended())?;
+    // needs-intervention keeps whatever the story had (even a foreign value); the others must
+    // still sit on their projection, or the marker is stale.
     let fits = match state.projection() {
         Some(p) => canonical.known() == Some(p),
-        None => canonical.known().is_some(),
+        None => true,
     };
     fits.then_some(state)
 }
@@ -324,12 +326,12 @@ pub(crate) fn entry_of(text: &str, e: &ScannedEntry) -> Entry {
         None => (StatusValue::Unknown(String::new()), None),
     };
     let literal = value.known().filter(|s| s.is_extended());
-    let extended = literal.or_else(|| {
-        e.slot
-            .comment
-            .as_ref()
-            .and_then(|c| marker(&text[c.clone()], &value))
-    });
+    let marked = e
+        .slot
+        .comment
+        .as_ref()
+        .and_then(|c| marker(&text[c.clone()], &value));
+    let extended = marked.or(literal);
     Entry {
         key,
         raw,

@@ -44,6 +44,8 @@ pub struct TopField {
     pub slot: Slot,
     /// Byte offset of the start of its line.
     pub line_start: usize,
+    /// Whether indented lines follow (a block value).
+    pub has_children: bool,
 }
 
 /// One `development_status` entry.
@@ -203,7 +205,7 @@ fn slot_of(line: &str, base: usize, rest_off: usize) -> Slot {
 
 /// Finds `status: x` inside a flow map `{status: x, size: M}` on `line` starting at `open`.
 fn flow_status(line: &str, base: usize, open: usize) -> Option<Slot> {
-    let close = line.rfind('}')?;
+    let close = matching_brace(line, open)?;
     let inner_start = open + 1;
     let mut pos = inner_start;
     for part in line[inner_start..close].split(',') {
@@ -230,12 +232,35 @@ fn flow_status(line: &str, base: usize, open: usize) -> Option<Slot> {
     None
 }
 
+/// The `}` closing the flow map opened at `open` on this line (quotes and nesting respected).
+fn matching_brace(line: &str, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    for (i, c) in line.char_indices().skip_while(|(i, _)| *i < open) {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '{' | '[') => depth += 1,
+            (None, '}' | ']') => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return (c == '}').then_some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Scans a whole file.
 pub fn scan(text: &str) -> Result<Scan, ScanError> {
     let mut out = Scan::default();
     let mut in_dev = false;
     let mut entry_indent: Option<usize> = None;
     let mut open_struct: Option<usize> = None; // index of entry whose block children follow
+    let mut child_indent: Option<usize> = None; // indentation of that entry's direct children
     for line in lines(text) {
         let t = line.text;
         if is_blank_or_comment(t) {
@@ -278,11 +303,16 @@ pub fn scan(text: &str) -> Result<Scan, ScanError> {
                 line: line.no,
                 slot,
                 line_start: line.start,
+                has_children: false,
             });
             continue;
         }
         if !in_dev {
-            continue; // nested content of another top-level key (action_items, unknown maps)
+            // Nested content of another top-level key (action_items, unknown maps).
+            if let Some(f) = out.fields.last_mut() {
+                f.has_children = true;
+            }
+            continue;
         }
         let want = *entry_indent.get_or_insert(ind);
         if ind < want {
@@ -304,7 +334,9 @@ pub fn scan(text: &str) -> Result<Scan, ScanError> {
                 });
             };
             out.entries[idx].structured = true;
-            if let Some((k, rest)) = split_key(body)
+            let direct = *child_indent.get_or_insert(ind) == ind;
+            if direct
+                && let Some((k, rest)) = split_key(body)
                 && k == "status"
                 && out.entries[idx].slot.value.is_none()
             {
@@ -327,6 +359,7 @@ pub fn scan(text: &str) -> Result<Scan, ScanError> {
         let mut slot = slot_of(t, line.start, ind + rest);
         let mut structured = false;
         open_struct = None;
+        child_indent = None;
         match &slot.value {
             Some(v) if v.quote.is_none() && v.text.starts_with('{') => {
                 structured = true;

@@ -1,14 +1,20 @@
-//! `baton.toml`: typed, strict, resolved once.
+//! `baton.toml`: typed, strict, resolved once at the edge.
 //!
 //! The raw file is read with unknown keys rejected (naming their line), then resolved against the
-//! project root into a [`Config`] with absolute paths. Defaults follow BMad's layout
+//! project root into a [`Config`] with absolute paths and every default filled in; the libraries
+//! receive plain values, never the file. Defaults follow BMad's layout
 //! (`_bmad-output/implementation-artifacts/sprint-status.yaml`, stories beside it,
 //! `_bmad-output/planning-artifacts/`), so a project without `baton.toml` works as is.
 
+use baton_core::budget::BudgetLimits;
+use baton_llm::pricing::Price;
+use baton_llm::registry::ProviderConfig;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The config file's name, at the project root.
 pub const FILE_NAME: &str = "baton.toml";
@@ -56,6 +62,67 @@ pub struct RawConfig {
     /// `[sprint]`.
     #[serde(default)]
     pub sprint: RawSprint,
+    /// `[providers.NAME]`: model providers (override the bundled ones by name).
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// `[prices."provider/model"]`: prices per million tokens (override the bundled ones).
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
+    /// `[budget]`.
+    #[serde(default)]
+    pub budget: BudgetLimits,
+    /// `[commands]`.
+    #[serde(default)]
+    pub commands: RawCommands,
+    /// `[sandbox]`.
+    #[serde(default)]
+    pub sandbox: RawSandbox,
+    /// `[agents]`.
+    #[serde(default)]
+    pub agents: RawAgents,
+    /// `[team]`.
+    #[serde(default)]
+    pub team: RawTeam,
+}
+
+/// `[commands]`: what `run_command` may run.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCommands {
+    /// Programs allowed (replaces the default list).
+    pub allow: Option<Vec<String>>,
+    /// Timeout of one command, in seconds (default 300).
+    pub timeout_secs: Option<u64>,
+    /// Output kept per command, in bytes (default 30000).
+    pub max_output_bytes: Option<usize>,
+}
+
+/// `[sandbox]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSandbox {
+    /// Glob patterns agents may neither read nor write (replaces the default list).
+    pub deny: Option<Vec<String>>,
+}
+
+/// `[agents]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAgents {
+    /// A `provider/model` that replaces every agent's own model.
+    pub model: Option<String>,
+    /// Turn limit of agents that set none (default 40).
+    pub max_turns: Option<u32>,
+    /// Timeout of agents that set none, in seconds (default 1800).
+    pub timeout_secs: Option<u64>,
+}
+
+/// `[team]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTeam {
+    /// How many agents `--parallel` runs at once (default 4).
+    pub concurrency: Option<usize>,
 }
 
 /// `[paths]`.
@@ -83,7 +150,7 @@ pub struct RawSprint {
 }
 
 /// The resolved configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Config {
     /// Project root.
     pub root: PathBuf,
@@ -101,6 +168,24 @@ pub struct Config {
     pub auto_epic_done: bool,
     /// Staleness threshold in days.
     pub stale_days: u32,
+    /// Providers: bundled, overridden by name from the file.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Prices: bundled, overridden from the file.
+    pub prices: BTreeMap<String, Price>,
+    /// Run budget.
+    pub budget: BudgetLimits,
+    /// `run_command` policy.
+    pub commands: baton_agent::tools::CommandPolicy,
+    /// Sandbox deny globs.
+    pub sandbox_deny: Vec<String>,
+    /// Model override for every agent.
+    pub agent_model: Option<String>,
+    /// Default agent turn limit.
+    pub max_turns: u32,
+    /// Default agent timeout.
+    pub agent_timeout: Duration,
+    /// Parallel agents at once.
+    pub concurrency: usize,
 }
 
 impl Config {
@@ -112,11 +197,6 @@ impl Config {
     /// The lock serialising writers of the sprint file.
     pub fn lock_path(&self) -> PathBuf {
         self.state_dir.join("sprint.lock")
-    }
-
-    /// The story file of `key`.
-    pub fn story_path(&self, key: &str) -> PathBuf {
-        self.stories.join(format!("{key}.md"))
     }
 
     /// Loads `root/baton.toml` (defaults if absent) and resolves paths against `root`.
@@ -142,7 +222,44 @@ impl Config {
             write_extended_statuses: raw.sprint.write_extended_statuses.unwrap_or(false),
             auto_epic_done: raw.sprint.auto_epic_done.unwrap_or(true),
             stale_days: raw.sprint.stale_days.unwrap_or(7),
+            providers: {
+                let mut p = baton_llm::registry::bundled_providers();
+                p.extend(raw.providers);
+                p
+            },
+            prices: {
+                let mut p = baton_llm::pricing::bundled_prices();
+                p.extend(raw.prices);
+                p
+            },
+            budget: raw.budget,
+            commands: {
+                let mut c = baton_agent::tools::CommandPolicy::default();
+                if let Some(allow) = raw.commands.allow {
+                    c.allow = allow;
+                }
+                if let Some(t) = raw.commands.timeout_secs {
+                    c.timeout = Duration::from_secs(t);
+                }
+                if let Some(m) = raw.commands.max_output_bytes {
+                    c.max_output_bytes = m;
+                }
+                c
+            },
+            sandbox_deny: raw
+                .sandbox
+                .deny
+                .unwrap_or_else(baton_agent::sandbox::Sandbox::default_deny),
+            agent_model: raw.agents.model,
+            max_turns: raw.agents.max_turns.unwrap_or(40),
+            agent_timeout: Duration::from_secs(raw.agents.timeout_secs.unwrap_or(1800)),
+            concurrency: raw.team.concurrency.unwrap_or(4).max(1),
         }
+    }
+
+    /// Where transcripts of runs go.
+    pub fn runs_dir(&self) -> PathBuf {
+        self.state_dir.join("runs")
     }
 }
 
@@ -177,6 +294,44 @@ pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional; 
 # auto_epic_done = true
 # Warn when the sprint file has not been updated for this many days.
 # stale_days = 7
+
+[budget]
+# warn_usd = 5.0
+# hard_usd = 20.0
+# max_input_tokens = 5000000
+# max_output_tokens = 500000
+
+[agents]
+# model = "anthropic/claude-sonnet-4-5"   # replaces every agent's own model
+# max_turns = 40
+# timeout_secs = 1800
+
+[team]
+# concurrency = 4
+
+[commands]
+# Programs agents may run (no shell; arguments are passed as a list).
+# allow = ["cargo", "git", "ls", "cat", "echo", "python3", "npm", "node", "make", "go", "pytest"]
+# timeout_secs = 300
+# max_output_bytes = 30000
+
+[sandbox]
+# Files agents may neither read nor write.
+# deny = [".env*", "*.pem", "*.key", "id_*"]
+
+# Providers: bundled ones are openai, anthropic, ollama, vllm, llamacpp, openrouter, script.
+# [providers.ollama]
+# kind = "openai"
+# base_url = "http://localhost:11434/v1"
+#
+# [providers.anthropic]
+# kind = "anthropic"
+# api_key_env = "ANTHROPIC_API_KEY"
+
+# Prices in US dollars per million tokens (bundled for common models).
+# [prices."openai/gpt-4o"]
+# input_per_mtok = 2.5
+# output_per_mtok = 10.0
 "#;
 
 #[cfg(test)]
@@ -191,8 +346,8 @@ mod tests {
             Path::new("/p/_bmad-output/implementation-artifacts/sprint-status.yaml")
         );
         assert_eq!(
-            c.story_path("1-1-a"),
-            Path::new("/p/_bmad-output/implementation-artifacts/1-1-a.md")
+            c.stories,
+            Path::new("/p/_bmad-output/implementation-artifacts")
         );
         assert!(c.auto_epic_done && !c.write_extended_statuses);
     }
@@ -214,10 +369,12 @@ mod tests {
     #[test]
     fn the_template_parses_to_defaults() {
         let raw = parse(Path::new("baton.toml"), TEMPLATE).unwrap();
-        assert_eq!(
-            Config::resolve(Path::new("/p"), raw),
-            Config::resolve(Path::new("/p"), RawConfig::default())
-        );
+        let a = Config::resolve(Path::new("/p"), raw);
+        let b = Config::resolve(Path::new("/p"), RawConfig::default());
+        assert_eq!(a.sprint_status, b.sprint_status);
+        assert_eq!(a.providers.len(), b.providers.len());
+        assert_eq!(a.max_turns, b.max_turns);
+        assert_eq!(a.sandbox_deny, b.sandbox_deny);
     }
 
     #[test]

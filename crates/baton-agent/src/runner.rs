@@ -1,0 +1,570 @@
+//! The native tool-calling loop.
+//!
+//! System prompt (agent body + execution-mode line) and task → model turn → tool calls → guard
+//! chain → execution → results → next turn, until a final answer, the turn limit, the agent's
+//! timeout, the budget, an escalation, or cancellation. The budget is checked before each model
+//! call and on every streamed delta (with the stream's estimated cost), so a hard limit aborts a
+//! stream mid-way. Every call's usage is reported for the cost ledger; every step is written to
+//! the transcript; the outcome's changed files come from git.
+
+use crate::definition::AgentDef;
+use crate::guard::{GuardChain, Inspected, Verdict};
+use crate::outcome::{Outcome, Status, halt_reason};
+use crate::tools::{Escalation, ToolContext, Toolbox, git};
+use crate::transcript::Transcript;
+use baton_core::budget::{BudgetLimits, BudgetState, Spend};
+use baton_llm::pricing::{Price, cost_usd};
+use baton_llm::{ChatRequest, LlmError, Message, ModelClient, ModelSpec, StreamEvent, Usage};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Standard mode stops at checkpoints; YOLO auto-confirms them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Wait for confirmation at checkpoints.
+    Standard,
+    /// Auto-confirm checkpoints and proceed with the recommended path.
+    Yolo,
+}
+
+impl Mode {
+    /// The line appended to every system prompt.
+    pub fn system_line(self) -> &'static str {
+        match self {
+            Mode::Standard => {
+                "Execution mode: standard mode: wait for confirmation at checkpoints."
+            }
+            Mode::Yolo => {
+                "Execution mode: YOLO mode: auto-confirm checkpoints and proceed with the recommended path."
+            }
+        }
+    }
+}
+
+/// A budget shared by every agent of a run.
+#[derive(Debug, Default)]
+pub struct Budget {
+    limits: BudgetLimits,
+    spent: Mutex<Spend>,
+}
+
+impl Budget {
+    /// A budget with these limits and nothing spent.
+    pub fn new(limits: BudgetLimits) -> Budget {
+        Budget {
+            limits,
+            spent: Mutex::new(Spend::default()),
+        }
+    }
+
+    /// What has been spent.
+    pub fn spent(&self) -> Spend {
+        self.spent.lock().map(|s| *s).unwrap_or_default()
+    }
+
+    /// Records a spend.
+    pub fn add(&self, s: Spend) {
+        if let Ok(mut spent) = self.spent.lock() {
+            *spent = spent.plus(s);
+        }
+    }
+
+    /// Where the run would stand with `extra` spent on top.
+    pub fn check(&self, extra: Spend) -> BudgetState {
+        self.limits.assess(self.spent().plus(extra))
+    }
+}
+
+/// Something that happened, for progress displays.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// The agent started.
+    Started {
+        /// Agent.
+        agent: String,
+        /// Model.
+        model: String,
+    },
+    /// A model turn started.
+    Turn {
+        /// Agent.
+        agent: String,
+        /// Turn number from 1.
+        turn: u32,
+    },
+    /// A tool call is about to run.
+    ToolCall {
+        /// Agent.
+        agent: String,
+        /// Tool.
+        tool: String,
+    },
+    /// A tool call was refused by a guard.
+    Refused {
+        /// Agent.
+        agent: String,
+        /// Tool.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// Usage of one model call.
+    Usage {
+        /// Agent.
+        agent: String,
+        /// Tokens.
+        usage: Usage,
+        /// Cost in US dollars.
+        cost_usd: f64,
+    },
+    /// The budget's warning line was crossed.
+    BudgetWarning {
+        /// Agent.
+        agent: String,
+        /// Message.
+        message: String,
+    },
+    /// The agent ended.
+    Finished {
+        /// Agent.
+        agent: String,
+        /// Outcome status.
+        status: Status,
+    },
+}
+
+/// One model call's cost, for the cost ledger.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallRecord {
+    /// Agent.
+    pub agent: String,
+    /// `provider/model`.
+    pub model: String,
+    /// Tokens.
+    pub usage: Usage,
+    /// US dollars.
+    pub cost_usd: f64,
+}
+
+/// Callback for events.
+pub type EventFn = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
+/// Callback for call records.
+pub type CallFn = Arc<dyn Fn(&CallRecord) + Send + Sync>;
+
+/// Everything one agent run needs.
+pub struct Runner {
+    /// The model client.
+    pub client: Arc<dyn ModelClient>,
+    /// The model.
+    pub model: ModelSpec,
+    /// Its price (`None`: free, e.g. local models).
+    pub price: Option<Price>,
+    /// Standard or YOLO.
+    pub mode: Mode,
+    /// The run's shared budget.
+    pub budget: Arc<Budget>,
+    /// The agent's tools (already restricted to its definition).
+    pub tools: Toolbox,
+    /// The guard chain.
+    pub guards: GuardChain,
+    /// Tool context (root, sandbox, commands, cancellation).
+    pub ctx: ToolContext,
+    /// Directory for transcripts (`None`: no transcript).
+    pub transcript_dir: Option<PathBuf>,
+    /// Turn limit when the definition sets none.
+    pub default_max_turns: u32,
+    /// Timeout when the definition sets none.
+    pub default_timeout: Duration,
+    /// Progress events.
+    pub on_event: Option<EventFn>,
+    /// Cost ledger entries.
+    pub on_call: Option<CallFn>,
+}
+
+enum TurnEnd {
+    Final(String),
+    Escalated(Escalation, String),
+}
+
+fn spend_of(usage: &Usage, price: Option<&Price>) -> Spend {
+    Spend {
+        usd: price.map_or(0.0, |p| cost_usd(usage, p)),
+        input_tokens: usage.total_input(),
+        output_tokens: usage.output_tokens,
+    }
+}
+
+impl Runner {
+    fn emit(&self, e: AgentEvent) {
+        if let Some(f) = &self.on_event {
+            f(&e);
+        }
+    }
+
+    /// Runs `def` on `task` to its outcome. Never panics and never returns an error: every way
+    /// a run can end is an [`Outcome`].
+    pub async fn run(&self, def: &AgentDef, task: &str) -> Outcome {
+        let mut transcript = match &self.transcript_dir {
+            Some(dir) => Transcript::create(dir, &def.name).unwrap_or_else(|_| Transcript::none()),
+            None => Transcript::none(),
+        };
+        let before = Snapshot::take(&self.ctx.root).await;
+        let mut state = RunState::default();
+        self.emit(AgentEvent::Started {
+            agent: def.name.clone(),
+            model: self.model.to_string(),
+        });
+        let system = format!("{}\n\n{}", def.prompt, self.mode.system_line());
+        transcript.write("system", serde_json::json!({ "agent": def.name, "model": self.model.to_string(), "prompt": system }));
+        transcript.write("task", serde_json::json!({ "text": task }));
+        let max_turns = def.max_turns.unwrap_or(self.default_max_turns).max(1);
+        let timeout = def
+            .timeout
+            .map_or(self.default_timeout, Duration::from_secs);
+        let deadline = Instant::now() + timeout;
+        let (status, reason) = match tokio::time::timeout_at(
+            deadline,
+            self.turns(def, &system, task, max_turns, &mut state, &mut transcript),
+        )
+        .await
+        {
+            Ok(Ok(TurnEnd::Final(text))) => match halt_reason(&text) {
+                Some(r) => {
+                    state.summary = text;
+                    (Status::Halted, Some(r))
+                }
+                None => {
+                    state.summary = text;
+                    (Status::Completed, None)
+                }
+            },
+            Ok(Ok(TurnEnd::Escalated(e, text))) => {
+                state.summary = text;
+                let reason = format!("escalated: {}", e.title);
+                state.escalation = Some(e);
+                (Status::Escalated, Some(reason))
+            }
+            Ok(Err((status, reason))) => (status, Some(reason)),
+            Err(_) => (
+                Status::TimedOut,
+                Some(format!("no final answer within {} s", timeout.as_secs())),
+            ),
+        };
+        let files_changed = before.changed_since(&self.ctx.root).await;
+        let outcome = Outcome {
+            agent: def.name.clone(),
+            model: self.model.to_string(),
+            status,
+            reason,
+            summary: state.summary,
+            files_changed,
+            usage: state.usage,
+            cost_usd: state.cost,
+            turns: state.turns,
+            transcript: transcript.path().map(Path::to_path_buf),
+            escalation: state.escalation,
+        };
+        transcript.write("outcome", &outcome);
+        self.emit(AgentEvent::Finished {
+            agent: def.name.clone(),
+            status,
+        });
+        outcome
+    }
+
+    async fn turns(
+        &self,
+        def: &AgentDef,
+        system: &str,
+        task: &str,
+        max_turns: u32,
+        st: &mut RunState,
+        transcript: &mut Transcript,
+    ) -> Result<TurnEnd, (Status, String)> {
+        let mut messages = vec![Message::User {
+            text: task.to_owned(),
+        }];
+        let specs = self.tools.specs();
+        let mut warned = false;
+        loop {
+            if st.turns >= max_turns {
+                return Err((
+                    Status::Failed,
+                    format!("reached max_turns ({max_turns}) without a final answer"),
+                ));
+            }
+            if self.ctx.cancel.is_cancelled() {
+                return Err((Status::Cancelled, "cancelled".into()));
+            }
+            match self.budget.check(Spend::default()) {
+                BudgetState::Exhausted(why) => {
+                    return Err((Status::Cancelled, format!("budget: {why}")));
+                }
+                BudgetState::Warn(why) if !warned => {
+                    warned = true;
+                    self.emit(AgentEvent::BudgetWarning {
+                        agent: def.name.clone(),
+                        message: why,
+                    });
+                }
+                _ => {}
+            }
+            st.turns += 1;
+            self.emit(AgentEvent::Turn {
+                agent: def.name.clone(),
+                turn: st.turns,
+            });
+            let request = ChatRequest {
+                model: self.model.model.clone(),
+                system: system.to_owned(),
+                messages: messages.clone(),
+                tools: specs.clone(),
+                max_tokens: None,
+                temperature: None,
+                agent: def.name.clone(),
+            };
+            let price = self.price.as_ref();
+            let budget = &self.budget;
+            let mut streamed_chars = 0usize;
+            let mut known = Usage::default();
+            let mut sink = |ev: &StreamEvent| -> ControlFlow<String> {
+                match ev {
+                    StreamEvent::TextDelta(t) | StreamEvent::ToolArgumentsDelta(t) => {
+                        streamed_chars += t.len();
+                    }
+                    StreamEvent::Usage(u) => known = *u,
+                    StreamEvent::Retrying { .. } => streamed_chars = 0,
+                    StreamEvent::ToolCallStarted { .. } => {}
+                }
+                let mut estimate = known;
+                estimate.output_tokens = estimate.output_tokens.max((streamed_chars / 4) as u64);
+                match budget.check(spend_of(&estimate, price)) {
+                    BudgetState::Exhausted(why) => ControlFlow::Break(format!("budget: {why}")),
+                    _ => ControlFlow::Continue(()),
+                }
+            };
+            let result = self
+                .client
+                .chat(&request, &mut sink, &self.ctx.cancel)
+                .await;
+            let response = match result {
+                Ok(r) => r,
+                Err(LlmError::Aborted { reason, partial }) => {
+                    self.account(def, &partial.usage, st, transcript);
+                    st.summary = partial.text.clone();
+                    transcript.write(
+                        "aborted",
+                        serde_json::json!({ "reason": reason, "partial_text": partial.text }),
+                    );
+                    return Err((Status::Cancelled, reason));
+                }
+                Err(LlmError::Cancelled) => return Err((Status::Cancelled, "cancelled".into())),
+                Err(LlmError::Timeout { seconds, .. }) => {
+                    return Err((
+                        Status::TimedOut,
+                        format!("model call took longer than {seconds} s"),
+                    ));
+                }
+                Err(e) => {
+                    transcript.write("model_error", serde_json::json!({ "error": e.to_string() }));
+                    return Err((Status::Failed, format!("model error: {e}")));
+                }
+            };
+            self.account(def, &response.usage, st, transcript);
+            transcript.write(
+                "assistant",
+                serde_json::json!({ "text": response.text, "tool_calls": response.tool_calls, "stop": response.stop }),
+            );
+            if !response.text.trim().is_empty() {
+                st.summary = response.text.clone();
+            }
+            messages.push(Message::Assistant {
+                text: response.text.clone(),
+                tool_calls: response.tool_calls.clone(),
+            });
+            if response.tool_calls.is_empty() {
+                if response.text.trim().is_empty() {
+                    return Err((Status::Failed, "the model returned an empty answer".into()));
+                }
+                return Ok(TurnEnd::Final(response.text));
+            }
+            let mut escalation = None;
+            for call in &response.tool_calls {
+                let result = self.execute(def, call, transcript).await;
+                if escalation.is_none() {
+                    escalation = result.escalation.clone();
+                }
+                messages.push(Message::ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: result.content,
+                    is_error: result.is_error,
+                });
+            }
+            if let Some(e) = escalation {
+                return Ok(TurnEnd::Escalated(e, response.text));
+            }
+        }
+    }
+
+    fn account(
+        &self,
+        def: &AgentDef,
+        usage: &Usage,
+        st: &mut RunState,
+        transcript: &mut Transcript,
+    ) {
+        let spend = spend_of(usage, self.price.as_ref());
+        self.budget.add(spend);
+        st.usage.add(usage);
+        st.cost += spend.usd;
+        let record = CallRecord {
+            agent: def.name.clone(),
+            model: self.model.to_string(),
+            usage: *usage,
+            cost_usd: spend.usd,
+        };
+        transcript.write("usage", &record);
+        if let Some(f) = &self.on_call {
+            f(&record);
+        }
+        self.emit(AgentEvent::Usage {
+            agent: def.name.clone(),
+            usage: *usage,
+            cost_usd: spend.usd,
+        });
+    }
+
+    async fn execute(
+        &self,
+        def: &AgentDef,
+        call: &baton_llm::ToolCall,
+        transcript: &mut Transcript,
+    ) -> crate::tools::ToolResult {
+        use crate::tools::ToolResult;
+        transcript.write("tool_call", serde_json::json!({ "id": call.id, "name": call.name, "arguments": call.raw_arguments }));
+        let result = match (&call.arguments, self.tools.get(&call.name)) {
+            (Err(e), _) => ToolResult::error(format!(
+                "the arguments of `{}` are not valid JSON ({e}); call it again with a JSON object",
+                call.name
+            )),
+            (_, None) => ToolResult::error(format!(
+                "tool `{}` is not available to agent `{}`; available: {}",
+                call.name,
+                def.name,
+                self.tools.names().join(", ")
+            )),
+            (Ok(args), Some(tool)) => {
+                let inspected = Inspected {
+                    name: &call.name,
+                    tool: tool.as_ref(),
+                    args,
+                    ctx: &self.ctx,
+                };
+                let (verdict, by) = self.guards.check(&inspected);
+                let refusal = match verdict {
+                    Verdict::Allow => None,
+                    Verdict::Ask(why) if self.mode == Mode::Yolo => {
+                        transcript.write("guard", serde_json::json!({ "verdict": "ask-auto-confirmed", "by": by, "reason": why }));
+                        None
+                    }
+                    Verdict::Ask(why) => Some(format!(
+                        "needs a human's confirmation (standard mode): {why}"
+                    )),
+                    Verdict::Deny(why) => Some(why),
+                };
+                match refusal {
+                    Some(why) => {
+                        transcript.write("guard", serde_json::json!({ "verdict": "deny", "by": by, "tool": call.name, "reason": why }));
+                        self.emit(AgentEvent::Refused {
+                            agent: def.name.clone(),
+                            tool: call.name.clone(),
+                            reason: why.clone(),
+                        });
+                        ToolResult::error(format!("refused: {why}"))
+                    }
+                    None => {
+                        self.emit(AgentEvent::ToolCall {
+                            agent: def.name.clone(),
+                            tool: call.name.clone(),
+                        });
+                        tool.call(args, &self.ctx).await
+                    }
+                }
+            }
+        };
+        transcript.write(
+            "tool_result",
+            serde_json::json!({ "id": call.id, "name": call.name, "is_error": result.is_error, "content": result.content }),
+        );
+        result
+    }
+}
+
+#[derive(Default)]
+struct RunState {
+    turns: u32,
+    usage: Usage,
+    cost: f64,
+    summary: String,
+    escalation: Option<Escalation>,
+}
+
+/// The working tree before a run: HEAD and the content of files already changed.
+struct Snapshot {
+    head: Option<String>,
+    dirty: BTreeMap<String, Option<u64>>,
+}
+
+fn content_hash(path: &Path) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let bytes = std::fs::read(path).ok()?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    Some(h.finish())
+}
+
+impl Snapshot {
+    async fn take(root: &Path) -> Snapshot {
+        let head = git::head(root).await;
+        let mut dirty = BTreeMap::new();
+        if let Ok(files) = git::changed_files(root, head.as_deref()).await {
+            for f in files {
+                let hash = content_hash(&root.join(&f));
+                dirty.insert(f, hash);
+            }
+        }
+        Snapshot { head, dirty }
+    }
+
+    async fn changed_since(&self, root: &Path) -> Vec<String> {
+        let Ok(now) = git::changed_files(root, self.head.as_deref()).await else {
+            return Vec::new();
+        };
+        let mut changed: Vec<String> = now
+            .into_iter()
+            .filter(|f| match self.dirty.get(f) {
+                Some(before) => *before != content_hash(&root.join(f)),
+                None => true,
+            })
+            .collect();
+        // A file that was dirty before and is clean again was changed too (reverted).
+        for (f, before) in &self.dirty {
+            if !changed.contains(f) && *before != content_hash(&root.join(f)) {
+                changed.push(f.clone());
+            }
+        }
+        // baton's own state (transcripts, journal) is not the agent's work.
+        changed.retain(|f| !f.starts_with(".baton/"));
+        changed.sort();
+        changed.dedup();
+        changed
+    }
+}

@@ -1,0 +1,665 @@
+//! File tools: `read_file`, `write_file`, `edit_file`, `list_files` and `grep`.
+//!
+//! Every path an agent names goes through [`Sandbox::resolve`] here, even though the guard has
+//! already checked it (defence in depth), and the tools then work on the resolved, symlink-free
+//! path. Listing and searching walk the root with `std::fs` without following symlinked
+//! directories, skip `.git/`, `target/`, `node_modules/` and `.baton/` at any depth, and leave out
+//! files the sandbox would refuse (deny patterns, symlinks leading outside). Output is bounded:
+//! every cut is marked in the text so the model knows it saw only part.
+
+use super::{BoxFuture, Tool, ToolContext, ToolResult, str_arg};
+use crate::sandbox::{Access, Refusal, Sandbox};
+use baton_llm::ToolSpec;
+use globset::{GlobBuilder, GlobMatcher};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Text returned by `read_file` at most, in bytes; the rest is cut with a marker.
+pub const READ_LIMIT_BYTES: usize = 100_000;
+/// Files larger than this are not read (use `grep` or `offset_line` on smaller files).
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// Directories never walked by `list_files` and `grep`, at any depth (and `.git` in any case).
+pub const SKIPPED_DIRS: [&str; 4] = [".git", "target", "node_modules", ".baton"];
+/// Bytes inspected for a NUL byte to tell binary files from text.
+const BINARY_SNIFF_BYTES: usize = 8000;
+/// Default and largest number of paths `list_files` returns.
+const LIST_DEFAULT: usize = 500;
+const LIST_MAX: usize = 5000;
+/// Default and largest number of matches `grep` returns.
+const GREP_DEFAULT: usize = 200;
+const GREP_MAX: usize = 2000;
+/// Longest matching line shown by `grep`, in characters.
+const GREP_LINE_CHARS: usize = 300;
+/// Directory entries visited at most by one walk (a guard against huge trees).
+const WALK_MAX_ENTRIES: usize = 200_000;
+
+/// The file tools, in the order they are described to the model.
+pub fn all() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(ReadFile),
+        Arc::new(WriteFile),
+        Arc::new(EditFile),
+        Arc::new(ListFiles),
+        Arc::new(Grep),
+    ]
+}
+
+/// `read_file {path, offset_line?, max_lines?}`: a text file, or part of it.
+pub struct ReadFile;
+/// `write_file {path, content}`: creates or replaces a file (and its parent directories).
+pub struct WriteFile;
+/// `edit_file {path, old_string, new_string}`: replaces one exact, unique occurrence.
+pub struct EditFile;
+/// `list_files {pattern?, max?}`: project files matching a glob, sorted.
+pub struct ListFiles;
+/// `grep {pattern, path_glob?, max_matches?}`: lines matching a regex, as `path:line: text`.
+pub struct Grep;
+
+fn refused(r: Refusal) -> ToolResult {
+    ToolResult::error(r.to_string())
+}
+
+/// Reads an optional non-negative integer argument (numbers, or numeric strings as models
+/// sometimes send).
+fn opt_usize(args: &Value, name: &str) -> Result<Option<usize>, ToolResult> {
+    let bad = || ToolResult::error(format!("argument `{name}` must be a non-negative integer"));
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => {
+            if let Some(u) = n.as_u64() {
+                Ok(Some(usize::try_from(u).unwrap_or(usize::MAX)))
+            } else {
+                match n.as_f64() {
+                    Some(f) if f >= 0.0 && f.fract() == 0.0 => Ok(Some(f as usize)),
+                    _ => Err(bad()),
+                }
+            }
+        }
+        Some(Value::String(s)) => s.trim().parse::<usize>().map(Some).map_err(|_| bad()),
+        Some(_) => Err(bad()),
+    }
+}
+
+fn opt_str<'a>(args: &'a Value, name: &str) -> Result<Option<&'a str>, ToolResult> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(_) => Err(ToolResult::error(format!(
+            "argument `{name}` must be a string"
+        ))),
+    }
+}
+
+/// Whether the bytes look binary (a NUL byte near the start).
+pub fn looks_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0)
+}
+
+/// The largest index `<= i` that is a char boundary of `s`.
+fn floor_boundary(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Reads a text file the sandbox resolved, with the same refusals for all tools.
+async fn read_text(abs: &Path, shown: &str) -> Result<String, ToolResult> {
+    let meta = match tokio::fs::metadata(abs).await {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ToolResult::error(format!("`{shown}` does not exist")));
+        }
+        Err(e) => return Err(ToolResult::error(format!("cannot read `{shown}`: {e}"))),
+    };
+    if meta.is_dir() {
+        return Err(ToolResult::error(format!(
+            "`{shown}` is a directory; use list_files to see its files"
+        )));
+    }
+    if !meta.is_file() {
+        return Err(ToolResult::error(format!(
+            "`{shown}` is not a regular file"
+        )));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(ToolResult::error(format!(
+            "`{shown}` is too large to read ({} bytes, limit {MAX_FILE_BYTES}); use grep to find \
+             what you need",
+            meta.len()
+        )));
+    }
+    let bytes = tokio::fs::read(abs)
+        .await
+        .map_err(|e| ToolResult::error(format!("cannot read `{shown}`: {e}")))?;
+    if looks_binary(&bytes) {
+        return Err(ToolResult::error(format!(
+            "`{shown}` looks like a binary file ({} bytes); not shown",
+            bytes.len()
+        )));
+    }
+    Ok(match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+fn path_schema(description: &str) -> Value {
+    json!({"type": "string", "description": description})
+}
+
+const PATH_DESCRIPTION: &str =
+    "Path relative to the project root (no `..`; absolute paths only inside the project).";
+
+impl Tool for ReadFile {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "read_file".to_owned(),
+            description: format!(
+                "Read a text file of the project. Long files are cut after about {} KB with a \
+                 marker saying how to continue (use offset_line). Binary files are refused.",
+                READ_LIMIT_BYTES / 1000
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": path_schema(PATH_DESCRIPTION),
+                    "offset_line": {
+                        "type": "integer", "minimum": 1,
+                        "description": "First line to return (1-based, default 1)."
+                    },
+                    "max_lines": {
+                        "type": "integer", "minimum": 1,
+                        "description": "Most lines to return (default: as many as fit)."
+                    }
+                },
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn writes(&self) -> bool {
+        false
+    }
+
+    fn path_args(&self) -> &'static [&'static str] {
+        &["path"]
+    }
+
+    fn call<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            match read_file(args, ctx).await {
+                Ok(r) | Err(r) => r,
+            }
+        })
+    }
+}
+
+async fn read_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolResult> {
+    let path = str_arg(args, "path")?;
+    let offset = opt_usize(args, "offset_line")?.unwrap_or(1).max(1);
+    let max_lines = opt_usize(args, "max_lines")?;
+    if max_lines == Some(0) {
+        return Err(ToolResult::error("argument `max_lines` must be at least 1"));
+    }
+    let abs = ctx.sandbox.resolve(path, Access::Read).map_err(refused)?;
+    let shown = ctx.sandbox.relative(&abs);
+    let text = read_text(&abs, &shown).await?;
+    if text.is_empty() {
+        return Ok(ToolResult::ok(format!("[`{shown}` is empty]")));
+    }
+    Ok(ToolResult::ok(select_lines(&text, offset, max_lines)?))
+}
+
+/// Lines `offset..` of `text` (1-based), at most `max_lines` and [`READ_LIMIT_BYTES`], with a
+/// marker when anything was left out after them.
+fn select_lines(text: &str, offset: usize, max_lines: Option<usize>) -> Result<String, ToolResult> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let total = lines.len();
+    if offset > total {
+        return Err(ToolResult::error(format!(
+            "offset_line {offset} is past the end: the file has {total} lines"
+        )));
+    }
+    let wanted = max_lines.unwrap_or(usize::MAX);
+    let mut out = String::new();
+    let mut last = offset - 1; // last line number included
+    for line in lines.iter().skip(offset - 1).take(wanted) {
+        if out.len() + line.len() > READ_LIMIT_BYTES {
+            if out.is_empty() {
+                // One line longer than the limit: show its start.
+                let cut = floor_boundary(line, READ_LIMIT_BYTES);
+                out.push_str(&line[..cut]);
+                out.push_str(&format!(
+                    "\n[… truncated: line {offset} is {} bytes long; only its first {cut} bytes \
+                     are shown …]",
+                    line.len()
+                ));
+                return Ok(out);
+            }
+            break;
+        }
+        out.push_str(line);
+        last += 1;
+    }
+    if last < total {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "[… truncated: showing lines {offset}–{last} of {total}; continue with offset_line={} \
+             …]",
+            last + 1
+        ));
+    }
+    Ok(out)
+}
+
+impl Tool for WriteFile {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "write_file".to_owned(),
+            description: "Create a file or replace its whole content. Missing parent directories \
+                          are created. Prefer edit_file for small changes to existing files."
+                .to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": path_schema(PATH_DESCRIPTION),
+                    "content": {"type": "string", "description": "The complete new content."}
+                },
+                "required": ["path", "content"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn writes(&self) -> bool {
+        true
+    }
+
+    fn path_args(&self) -> &'static [&'static str] {
+        &["path"]
+    }
+
+    fn call<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            match write_file(args, ctx).await {
+                Ok(r) | Err(r) => r,
+            }
+        })
+    }
+}
+
+async fn write_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolResult> {
+    let path = str_arg(args, "path")?;
+    let content = str_arg(args, "content")?;
+    let abs = ctx.sandbox.resolve(path, Access::Write).map_err(refused)?;
+    let shown = ctx.sandbox.relative(&abs);
+    if let Some(parent) = abs.parent() {
+        tokio::fs::create_dir_all(parent).await.map_err(|e| {
+            ToolResult::error(format!("cannot create the directory of `{shown}`: {e}"))
+        })?;
+    }
+    let existed = tokio::fs::symlink_metadata(&abs).await.is_ok();
+    tokio::fs::write(&abs, content)
+        .await
+        .map_err(|e| ToolResult::error(format!("cannot write `{shown}`: {e}")))?;
+    Ok(ToolResult::ok(format!(
+        "wrote {} bytes to `{shown}` ({})",
+        content.len(),
+        if existed { "replaced" } else { "new file" }
+    )))
+}
+
+impl Tool for EditFile {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "edit_file".to_owned(),
+            description: "Replace one exact occurrence of old_string with new_string in a file. \
+                          old_string must appear exactly once (include surrounding lines to make \
+                          it unique); whitespace and indentation must match exactly."
+                .to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": path_schema(PATH_DESCRIPTION),
+                    "old_string": {
+                        "type": "string",
+                        "description": "Exact text to replace; must occur exactly once."
+                    },
+                    "new_string": {"type": "string", "description": "Replacement text."}
+                },
+                "required": ["path", "old_string", "new_string"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn writes(&self) -> bool {
+        true
+    }
+
+    fn path_args(&self) -> &'static [&'static str] {
+        &["path"]
+    }
+
+    fn call<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            match edit_file(args, ctx).await {
+                Ok(r) | Err(r) => r,
+            }
+        })
+    }
+}
+
+async fn edit_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolResult> {
+    let path = str_arg(args, "path")?;
+    let old = str_arg(args, "old_string")?;
+    let new = str_arg(args, "new_string")?;
+    if old.is_empty() {
+        return Err(ToolResult::error(
+            "old_string is empty; use write_file to create a file",
+        ));
+    }
+    if old == new {
+        return Err(ToolResult::error(
+            "old_string and new_string are identical; nothing to change",
+        ));
+    }
+    let abs = ctx.sandbox.resolve(path, Access::Write).map_err(refused)?;
+    let shown = ctx.sandbox.relative(&abs);
+    let text = read_text(&abs, &shown).await?;
+    let count = text.matches(old).count();
+    match count {
+        0 => {
+            return Err(ToolResult::error(format!(
+                "old_string not found in `{shown}` (0 matches); read the file and copy the text \
+                 exactly"
+            )));
+        }
+        1 => {}
+        n => {
+            return Err(ToolResult::error(format!(
+                "old_string is not unique in `{shown}`: {n} matches; include more surrounding \
+                 text so it matches exactly once"
+            )));
+        }
+    }
+    let edited = text.replacen(old, new, 1);
+    tokio::fs::write(&abs, &edited)
+        .await
+        .map_err(|e| ToolResult::error(format!("cannot write `{shown}`: {e}")))?;
+    Ok(ToolResult::ok(format!(
+        "edited `{shown}`: replaced 1 occurrence ({} → {} lines)",
+        old.lines().count().max(1),
+        new.lines().count()
+    )))
+}
+
+/// A glob on root-relative paths. A pattern without `/` also matches file names anywhere
+/// (`*.rs` finds every Rust file), as in `.gitignore`.
+struct PathFilter {
+    matcher: GlobMatcher,
+    by_name: bool,
+}
+
+impl PathFilter {
+    fn new(pattern: &str) -> Result<PathFilter, ToolResult> {
+        let pattern = pattern.trim_start_matches("./").trim_start_matches('/');
+        let pattern = if pattern.is_empty() { "**/*" } else { pattern };
+        let matcher = GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| ToolResult::error(format!("invalid glob `{pattern}`: {e}")))?
+            .compile_matcher();
+        Ok(PathFilter {
+            matcher,
+            by_name: !pattern.contains('/'),
+        })
+    }
+
+    fn is_match(&self, rel: &str) -> bool {
+        self.matcher.is_match(rel)
+            || (self.by_name && self.matcher.is_match(rel.rsplit('/').next().unwrap_or(rel)))
+    }
+}
+
+/// Visits the files of the project in name order (`visit(relative, absolute)` returns whether to
+/// go on). Returns whether the walk stopped at [`WALK_MAX_ENTRIES`].
+fn walk(sandbox: &Sandbox, mut visit: impl FnMut(&str, &Path) -> bool) -> bool {
+    let mut stack: Vec<(String, PathBuf)> = vec![(String::new(), sandbox.root().to_path_buf())];
+    let mut seen = 0usize;
+    while let Some((rel_dir, dir)) = stack.pop() {
+        let Ok(read) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = read.filter_map(Result::ok).collect();
+        entries.sort_by_key(|e| e.file_name());
+        let mut subdirs = Vec::new();
+        for entry in entries {
+            seen += 1;
+            if seen > WALK_MAX_ENTRIES {
+                return true;
+            }
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rel = if rel_dir.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel_dir}/{name}")
+            };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                if !SKIPPED_DIRS.contains(&name.as_str()) && !Sandbox::is_git_dir(&name) {
+                    subdirs.push((rel, entry.path()));
+                }
+            } else if kind.is_symlink() {
+                // Listed only when it leads to a readable file inside; never descended into.
+                if let Ok(target) = sandbox.resolve(&rel, Access::Read)
+                    && target.is_file()
+                    && !visit(&rel, &target)
+                {
+                    return false;
+                }
+            } else if kind.is_file()
+                && sandbox.denied_by(&rel).is_none()
+                && !visit(&rel, &entry.path())
+            {
+                return false;
+            }
+        }
+        // Depth first, in name order.
+        stack.extend(subdirs.into_iter().rev());
+    }
+    false
+}
+
+impl Tool for ListFiles {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "list_files".to_owned(),
+            description: format!(
+                "List project files matching a glob, sorted (`src/**/*.rs`; a pattern without `/` \
+                 such as `*.toml` matches file names at any depth). Skips {} and secret files.",
+                SKIPPED_DIRS.map(|d| format!("{d}/")).join(", ")
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {
+                        "type": "string",
+                        "description": "Glob on paths relative to the project root (default `**/*`)."
+                    },
+                    "max": {
+                        "type": "integer", "minimum": 1, "maximum": LIST_MAX,
+                        "description": format!("Most paths to return (default {LIST_DEFAULT}).")
+                    }
+                },
+                "required": [],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn writes(&self) -> bool {
+        false
+    }
+
+    fn call<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            match list_files(args, ctx).await {
+                Ok(r) | Err(r) => r,
+            }
+        })
+    }
+}
+
+async fn list_files(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolResult> {
+    let pattern = opt_str(args, "pattern")?.unwrap_or("**/*").to_owned();
+    let max = opt_usize(args, "max")?
+        .unwrap_or(LIST_DEFAULT)
+        .clamp(1, LIST_MAX);
+    let filter = PathFilter::new(&pattern)?;
+    let sandbox = ctx.sandbox.clone();
+    let (mut found, stopped) = tokio::task::spawn_blocking(move || {
+        let mut found = Vec::new();
+        let stopped = walk(&sandbox, |rel, _| {
+            if filter.is_match(rel) {
+                found.push(rel.to_owned());
+            }
+            true
+        });
+        (found, stopped)
+    })
+    .await
+    .map_err(|e| ToolResult::error(format!("list_files failed: {e}")))?;
+    if found.is_empty() {
+        return Ok(ToolResult::ok(format!("no files match `{pattern}`")));
+    }
+    found.sort();
+    let total = found.len();
+    found.truncate(max);
+    let mut out = found.join("\n");
+    if total > max {
+        out.push_str(&format!(
+            "\n[… {} more files not shown ({total} in all); narrow the pattern …]",
+            total - max
+        ));
+    }
+    if stopped {
+        out.push_str(&format!(
+            "\n[… listing stopped after {WALK_MAX_ENTRIES} entries; narrow the pattern …]"
+        ));
+    }
+    Ok(ToolResult::ok(out))
+}
+
+impl Tool for Grep {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "grep".to_owned(),
+            description: format!(
+                "Search project files for a regular expression (Rust regex syntax); prints \
+                 `path:line: text`. Skips {}, binary and secret files.",
+                SKIPPED_DIRS.map(|d| format!("{d}/")).join(", ")
+            ),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Regular expression."},
+                    "path_glob": {
+                        "type": "string",
+                        "description": "Only search files matching this glob (e.g. `src/**/*.rs` or `*.py`)."
+                    },
+                    "max_matches": {
+                        "type": "integer", "minimum": 1, "maximum": GREP_MAX,
+                        "description": format!("Most matching lines to return (default {GREP_DEFAULT}).")
+                    }
+                },
+                "required": ["pattern"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn writes(&self) -> bool {
+        false
+    }
+
+    fn call<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            match grep(args, ctx).await {
+                Ok(r) | Err(r) => r,
+            }
+        })
+    }
+}
+
+async fn grep(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolResult> {
+    let pattern = str_arg(args, "pattern")?.to_owned();
+    let glob = opt_str(args, "path_glob")?.map(str::to_owned);
+    let max = opt_usize(args, "max_matches")?
+        .unwrap_or(GREP_DEFAULT)
+        .clamp(1, GREP_MAX);
+    let regex = regex::RegexBuilder::new(&pattern)
+        .size_limit(10 * 1024 * 1024)
+        .build()
+        .map_err(|e| ToolResult::error(format!("invalid regex `{pattern}`: {e}")))?;
+    let filter = glob.as_deref().map(PathFilter::new).transpose()?;
+    let sandbox = ctx.sandbox.clone();
+    let (lines, more) = tokio::task::spawn_blocking(move || {
+        let mut lines: Vec<String> = Vec::new();
+        let mut more = false;
+        walk(&sandbox, |rel, abs| {
+            if filter.as_ref().is_some_and(|f| !f.is_match(rel)) {
+                return true;
+            }
+            if std::fs::metadata(abs).map_or(true, |m| m.len() > MAX_FILE_BYTES) {
+                return true;
+            }
+            let Ok(bytes) = std::fs::read(abs) else {
+                return true;
+            };
+            if looks_binary(&bytes) {
+                return true;
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            for (i, line) in text.lines().enumerate() {
+                if regex.is_match(line) {
+                    if lines.len() == max {
+                        more = true;
+                        return false;
+                    }
+                    let line = line.trim_end_matches('\r');
+                    let shown = match line.char_indices().nth(GREP_LINE_CHARS) {
+                        Some((cut, _)) => format!("{}…", &line[..cut]),
+                        None => line.to_owned(),
+                    };
+                    lines.push(format!("{rel}:{}: {shown}", i + 1));
+                }
+            }
+            true
+        });
+        (lines, more)
+    })
+    .await
+    .map_err(|e| ToolResult::error(format!("grep failed: {e}")))?;
+    if lines.is_empty() {
+        let scope = glob
+            .map(|g| format!(" in files matching `{g}`"))
+            .unwrap_or_default();
+        return Ok(ToolResult::ok(format!("no matches for `{pattern}`{scope}")));
+    }
+    let mut out = lines.join("\n");
+    if more {
+        out.push_str(&format!(
+            "\n[… stopped after {max} matches; narrow the pattern or path_glob …]"
+        ));
+    }
+    Ok(ToolResult::ok(out))
+}

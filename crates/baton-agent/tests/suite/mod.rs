@@ -1,0 +1,3 @@
+pub mod runner;
+pub mod sandbox;
+pub mod tools;

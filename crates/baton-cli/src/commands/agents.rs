@@ -1,0 +1,72 @@
+//! `baton agents` and `baton trust`.
+
+use crate::cli::{AgentsArgs, TrustArgs};
+use crate::commands::Code;
+use anyhow::Result;
+use baton_agent::discovery::{self, Discovery, Locations};
+use comfy_table::{Table, presets::NOTHING};
+use std::path::Path;
+
+/// Discovers the agents of the project at `root`.
+pub fn discover(root: &Path) -> Discovery {
+    discovery::discover(&Locations {
+        user_dir: crate::env::config_dir().map(|d| d.join("agents")),
+        project_dir: root.join(crate::config::STATE_DIR).join("agents"),
+        trusted: crate::trust::is_trusted(root),
+    })
+}
+
+/// Runs `baton agents`.
+pub fn run(root: &Path, args: &AgentsArgs) -> Result<Code> {
+    let found = discover(root);
+    let errors: Vec<String> = found.errors.iter().map(|e| e.to_string()).collect();
+    if args.json {
+        let out = serde_json::json!({
+            "agents": found.agents.values().collect::<Vec<_>>(),
+            "notices": found.notices,
+            "errors": errors,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(Code::Ok);
+    }
+    let mut table = Table::new();
+    table.load_style(NOTHING);
+    table.set_header(vec!["agent", "role", "model", "tools", "from"]);
+    for a in found.agents.values() {
+        table.add_row(vec![
+            a.name.clone(),
+            a.role.clone(),
+            a.model.clone(),
+            a.tools.join(", "),
+            a.source.to_string(),
+        ]);
+    }
+    println!("{table}");
+    for n in &found.notices {
+        eprintln!("note: {n}");
+    }
+    for e in &errors {
+        eprintln!("error: {e}");
+    }
+    Ok(if errors.is_empty() {
+        Code::Ok
+    } else {
+        Code::Error
+    })
+}
+
+/// Runs `baton trust`.
+pub fn trust(root: &Path, args: &TrustArgs) -> Result<Code> {
+    let changed = crate::trust::set(root, !args.revoke)?;
+    let what = if args.revoke {
+        "no longer trusted"
+    } else {
+        "trusted"
+    };
+    if changed {
+        println!("`{}` is now {what}", root.display());
+    } else {
+        println!("`{}` was already {what}; nothing changed", root.display());
+    }
+    Ok(Code::Ok)
+}

@@ -1,0 +1,228 @@
+//! `baton team`: ad-hoc dispatch of agents, with costs journaled and transcripts kept.
+
+use crate::cli::TeamArgs;
+use crate::commands::Code;
+use anyhow::{Context, Result, bail};
+use baton_agent::outcome::Status;
+use baton_agent::runner::{AgentEvent, Budget, Mode};
+use baton_agent::sandbox::Sandbox;
+use baton_engine::setup::Setup;
+use baton_engine::team::{self, Dispatch, TeamReport};
+use baton_store::journal::{CostEntry, Journal, RunRecord, SqliteJournal};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// A time-ordered run id.
+pub fn run_id(kind: &str) -> String {
+    let now = jiff::Timestamp::now();
+    format!(
+        "{kind}-{}-{}",
+        now.strftime("%Y%m%dT%H%M%SZ"),
+        std::process::id()
+    )
+}
+
+fn dispatch(args: &TeamArgs) -> Result<(Dispatch, String)> {
+    let (agents, task): (Option<Dispatch>, &str) =
+        match (&args.parallel, &args.chain, args.args.as_slice()) {
+            (Some(p), None, [task]) => (Some(Dispatch::Parallel(p.clone())), task),
+            (None, Some(c), [task]) => (Some(Dispatch::Chain(c.clone())), task),
+            (None, None, [agent, task]) => (Some(Dispatch::Single(agent.clone())), task),
+            (None, None, [_]) => bail!("give an agent and a task: `baton team AGENT \"task\"`"),
+            (_, _, [_, _]) => bail!(
+                "with --parallel or --chain, give only the task: `baton team --chain a,b \"task\"`"
+            ),
+            _ => {
+                bail!("usage: `baton team AGENT \"task\"` or `baton team --parallel a,b \"task\"`")
+            }
+        };
+    let d = agents.context("no agents given")?;
+    if let Dispatch::Parallel(v) | Dispatch::Chain(v) = &d
+        && v.iter().any(|a| a.trim().is_empty())
+    {
+        bail!("an agent name in the list is empty");
+    }
+    if task.trim().is_empty() {
+        bail!("the task is empty");
+    }
+    Ok((d, task.to_owned()))
+}
+
+/// Runs `baton team`.
+pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
+    let (dispatch, task) = dispatch(args)?;
+    let cfg = crate::project::config(root)?;
+    let found = super::agents::discover(root);
+    for n in &found.notices {
+        eprintln!("note: {n}");
+    }
+    let sandbox = Sandbox::new(root, &cfg.sandbox_deny)?;
+    let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
+    let run_id = run_id("team");
+    let started = jiff::Timestamp::now().to_string();
+    if let Ok(mut j) = journal.lock() {
+        j.begin_run(&RunRecord {
+            id: run_id.clone(),
+            kind: "team".into(),
+            started_at: started,
+            ended_at: None,
+            status: "running".into(),
+            reason: None,
+        })?;
+    }
+    let mut setup = Setup::new(
+        root.to_path_buf(),
+        found.agents,
+        cfg.providers.clone(),
+        cfg.prices.clone(),
+        if args.yolo {
+            Mode::Yolo
+        } else {
+            Mode::Standard
+        },
+        Arc::new(Budget::new(cfg.budget)),
+        Arc::new(sandbox),
+        cfg.commands.clone(),
+    );
+    setup.model_override = args.model.clone().or(cfg.agent_model.clone());
+    setup.transcript_dir = Some(cfg.runs_dir().join(&run_id));
+    setup.max_turns = cfg.max_turns;
+    setup.timeout = cfg.agent_timeout;
+    let ledger = journal.clone();
+    let ledger_run = run_id.clone();
+    setup.on_call = Some(Arc::new(move |c| {
+        if let Ok(mut j) = ledger.lock() {
+            let _ = j.record_cost(&CostEntry {
+                run_id: Some(ledger_run.clone()),
+                step_id: None,
+                at: jiff::Timestamp::now().to_string(),
+                model: c.model.clone(),
+                input_tokens: c.usage.input_tokens,
+                output_tokens: c.usage.output_tokens,
+                cache_read_tokens: c.usage.cache_read_tokens,
+                cache_write_tokens: c.usage.cache_write_tokens,
+                cost_usd: c.cost_usd,
+            });
+        }
+    }));
+    if !args.json {
+        setup.on_event = Some(Arc::new(progress));
+    }
+    let cancel = setup.cancel.clone();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let report = rt.block_on(async {
+        tokio::select! {
+            r = team::run(&setup, &dispatch, &task, cfg.concurrency) => r,
+            _ = tokio::signal::ctrl_c() => {
+                cancel.cancel();
+                Err(baton_engine::setup::SetupError::UnknownAgent { name: "(interrupted)".into(), known: String::new() })
+            }
+        }
+    })?;
+    let (code, status, reason) = verdict(&report);
+    if let Ok(mut j) = journal.lock() {
+        j.end_run(
+            &run_id,
+            &jiff::Timestamp::now().to_string(),
+            status,
+            &reason,
+        )?;
+    }
+    if args.json {
+        let out = serde_json::json!({ "run_id": run_id, "report": report });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_report(&report, &run_id);
+    }
+    Ok(code)
+}
+
+fn verdict(report: &TeamReport) -> (Code, &'static str, String) {
+    if report.all_completed {
+        return (Code::Ok, "completed", String::new());
+    }
+    let first_bad = report.steps.iter().find(|o| o.status != Status::Completed);
+    let reason = first_bad
+        .map(|o| {
+            format!(
+                "{}: {}",
+                o.agent,
+                o.reason.clone().unwrap_or_else(|| o.status.as_str().into())
+            )
+        })
+        .unwrap_or_else(|| "not every agent ran".into());
+    match first_bad.map(|o| (o.status, o.reason.as_deref().unwrap_or_default())) {
+        Some((Status::Escalated, _)) => (Code::Paused, "paused", reason),
+        Some((Status::Cancelled, r)) if r.starts_with("budget") => {
+            (Code::Budget, "stopped", reason)
+        }
+        Some((Status::Cancelled, _)) => (Code::Error, "cancelled", reason),
+        _ => (Code::Error, "failed", reason),
+    }
+}
+
+fn progress(e: &AgentEvent) {
+    match e {
+        AgentEvent::Started { agent, model } => eprintln!("[{agent}] started on {model}"),
+        AgentEvent::Turn { agent, turn } => eprintln!("[{agent}] turn {turn}"),
+        AgentEvent::ToolCall { agent, tool } => eprintln!("[{agent}] {tool}"),
+        AgentEvent::Refused {
+            agent,
+            tool,
+            reason,
+        } => eprintln!("[{agent}] {tool} refused: {reason}"),
+        AgentEvent::BudgetWarning { agent, message } => {
+            eprintln!("[{agent}] budget warning: {message}")
+        }
+        AgentEvent::Finished { agent, status } => eprintln!("[{agent}] {}", status.as_str()),
+        AgentEvent::Usage { .. } => {}
+    }
+}
+
+fn print_report(report: &TeamReport, run_id: &str) {
+    for (i, o) in report.steps.iter().enumerate() {
+        println!(
+            "── {}. {} ({}) — {}{}",
+            i + 1,
+            o.agent,
+            o.model,
+            o.status.as_str(),
+            o.reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        );
+        if !o.summary.trim().is_empty() {
+            println!("{}", o.summary.trim());
+        }
+        println!(
+            "   {} turns, {} in / {} out tokens, ${:.4}{}",
+            o.turns,
+            o.usage.total_input(),
+            o.usage.output_tokens,
+            o.cost_usd,
+            if o.files_changed.is_empty() {
+                String::new()
+            } else {
+                format!(", changed: {}", o.files_changed.join(", "))
+            }
+        );
+        if let Some(e) = &o.escalation {
+            println!("   escalation: {} — {}", e.title, e.finding);
+            for (n, opt) in e.options.iter().enumerate() {
+                println!("     {}. {opt}", n + 1);
+            }
+        }
+        if let Some(t) = &o.transcript {
+            println!("   transcript: {}", t.display());
+        }
+    }
+    if let Some(n) = report.stopped_at {
+        println!("chain stopped at step {n}");
+    }
+    println!("run {run_id}: total ${:.4}", report.cost_usd);
+}

@@ -1,0 +1,10 @@
+//! The areas of the end-to-end suite; shared helpers live in `common`.
+
+mod common;
+
+mod concurrency;
+mod crash;
+mod init;
+mod log;
+mod set;
+mod validate;

@@ -1,0 +1,210 @@
+//! Turning agent definitions and settings into runnable agents.
+//!
+//! One model client per `provider/model` is shared by every agent that uses it (so a scripted
+//! session is consumed in order across agents); each agent gets exactly the tools its definition
+//! lists, read-only roles lose every writing tool and gain the read-only guard.
+
+use baton_agent::definition::AgentDef;
+use baton_agent::guard::GuardChain;
+use baton_agent::runner::{Budget, CallFn, EventFn, Mode, Runner};
+use baton_agent::sandbox::Sandbox;
+use baton_agent::tools::{CommandPolicy, Tool, ToolContext, Toolbox};
+use baton_llm::pricing::{self, Price};
+use baton_llm::registry::{self, ProviderConfig};
+use baton_llm::{LlmError, ModelClient, ModelSpec};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Why an agent cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// No agent of that name.
+    #[error("no agent named `{name}`; known agents: {known}")]
+    UnknownAgent {
+        /// Asked for.
+        name: String,
+        /// Known names.
+        known: String,
+    },
+    /// The model string is not `provider/model`.
+    #[error("agent `{agent}`: model `{model}` is not `provider/model`")]
+    BadModel {
+        /// Agent.
+        agent: String,
+        /// Model string.
+        model: String,
+    },
+    /// The definition names tools that do not exist.
+    #[error("agent `{agent}` lists unknown tools: {tools}")]
+    UnknownTools {
+        /// Agent.
+        agent: String,
+        /// Unknown names.
+        tools: String,
+    },
+    /// The client could not be built.
+    #[error("agent `{agent}`: {source}")]
+    Client {
+        /// Agent.
+        agent: String,
+        /// Cause.
+        #[source]
+        source: LlmError,
+    },
+}
+
+/// Everything shared by the agents of one run.
+pub struct Setup {
+    /// Project (or worktree) root.
+    pub root: PathBuf,
+    /// Agents by name.
+    pub agents: BTreeMap<String, AgentDef>,
+    /// Providers.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Prices.
+    pub prices: BTreeMap<String, Price>,
+    /// A model that replaces every agent's own.
+    pub model_override: Option<String>,
+    /// Standard or YOLO.
+    pub mode: Mode,
+    /// The run's budget.
+    pub budget: Arc<Budget>,
+    /// The path jail.
+    pub sandbox: Arc<Sandbox>,
+    /// `run_command` policy.
+    pub commands: CommandPolicy,
+    /// Tools beyond the standard ones (sprint tools).
+    pub extra_tools: Vec<Arc<dyn Tool>>,
+    /// Where transcripts go.
+    pub transcript_dir: Option<PathBuf>,
+    /// Default turn limit.
+    pub max_turns: u32,
+    /// Default timeout.
+    pub timeout: Duration,
+    /// Cancellation of the whole run.
+    pub cancel: CancellationToken,
+    /// Progress events.
+    pub on_event: Option<EventFn>,
+    /// Cost ledger.
+    pub on_call: Option<CallFn>,
+    clients: Mutex<HashMap<String, Arc<dyn ModelClient>>>,
+}
+
+impl Setup {
+    /// A setup with no clients built yet.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        root: PathBuf,
+        agents: BTreeMap<String, AgentDef>,
+        providers: BTreeMap<String, ProviderConfig>,
+        prices: BTreeMap<String, Price>,
+        mode: Mode,
+        budget: Arc<Budget>,
+        sandbox: Arc<Sandbox>,
+        commands: CommandPolicy,
+    ) -> Setup {
+        Setup {
+            root,
+            agents,
+            providers,
+            prices,
+            model_override: None,
+            mode,
+            budget,
+            sandbox,
+            commands,
+            extra_tools: Vec::new(),
+            transcript_dir: None,
+            max_turns: 40,
+            timeout: Duration::from_secs(1800),
+            cancel: CancellationToken::new(),
+            on_event: None,
+            on_call: None,
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The definition of `name`.
+    pub fn agent(&self, name: &str) -> Result<&AgentDef, SetupError> {
+        self.agents
+            .get(name)
+            .ok_or_else(|| SetupError::UnknownAgent {
+                name: name.to_owned(),
+                known: self.agents.keys().cloned().collect::<Vec<_>>().join(", "),
+            })
+    }
+
+    fn client(&self, agent: &str, spec: &ModelSpec) -> Result<Arc<dyn ModelClient>, SetupError> {
+        let key = spec.to_string();
+        if let Ok(cache) = self.clients.lock()
+            && let Some(c) = cache.get(&key)
+        {
+            return Ok(c.clone());
+        }
+        let client =
+            registry::build_client(spec, &self.providers, &self.root).map_err(|source| {
+                SetupError::Client {
+                    agent: agent.to_owned(),
+                    source,
+                }
+            })?;
+        if let Ok(mut cache) = self.clients.lock() {
+            cache.insert(key, client.clone());
+        }
+        Ok(client)
+    }
+
+    /// A runner for agent `name`.
+    pub fn runner(&self, name: &str) -> Result<(Runner, AgentDef), SetupError> {
+        let def = self.agent(name)?.clone();
+        let model = self
+            .model_override
+            .clone()
+            .unwrap_or_else(|| def.model.clone());
+        let spec = ModelSpec::parse(&model).ok_or_else(|| SetupError::BadModel {
+            agent: def.name.clone(),
+            model: model.clone(),
+        })?;
+        let mut all = Toolbox::standard();
+        for t in &self.extra_tools {
+            all.add(t.clone());
+        }
+        let mut tools = all
+            .select(&def.tools)
+            .map_err(|unknown| SetupError::UnknownTools {
+                agent: def.name.clone(),
+                tools: unknown.join(", "),
+            })?;
+        let read_only = def.is_read_only();
+        if read_only {
+            tools = tools.read_only();
+        }
+        let client = self.client(&def.name, &spec)?;
+        let price = pricing::price_for(&spec, &self.prices);
+        let runner = Runner {
+            client,
+            model: spec,
+            price,
+            mode: self.mode,
+            budget: self.budget.clone(),
+            tools,
+            guards: GuardChain::standard(read_only),
+            ctx: ToolContext {
+                root: self.root.clone(),
+                sandbox: self.sandbox.clone(),
+                commands: self.commands.clone(),
+                cancel: self.cancel.child_token(),
+                agent: def.name.clone(),
+            },
+            transcript_dir: self.transcript_dir.clone(),
+            default_max_turns: self.max_turns,
+            default_timeout: self.timeout,
+            on_event: self.on_event.clone(),
+            on_call: self.on_call.clone(),
+        };
+        Ok((runner, def))
+    }
+}

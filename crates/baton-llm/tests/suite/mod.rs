@@ -1,0 +1,9 @@
+//! Test modules; `common` holds the shared helpers.
+
+mod anthropic;
+mod common;
+mod openai;
+mod registry;
+mod regression;
+mod retry;
+mod script;

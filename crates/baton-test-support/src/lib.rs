@@ -1,0 +1,26 @@
+//! Test helpers for baton: a local HTTP server that speaks the model APIs' streaming wire
+//! formats.
+//!
+//! [`MockServer`] listens on `127.0.0.1:0`, answers each request with the next queued
+//! [`MockResponse`] — a plain status and body, or a `text/event-stream` body written in timed
+//! parts that can break off or trickle on forever — and records every request for assertions.
+//! [`openai_stream`] and [`anthropic_stream`] build byte-faithful streams of the OpenAI chat
+//! completions and Anthropic Messages formats, so client tests exercise the real parsing paths.
+//! The server is plain tokio (no HTTP framework) to keep the dev-dependency tree small.
+
+pub mod anthropic_stream;
+pub mod openai_stream;
+mod server;
+
+pub use server::{MockResponse, MockServer, RecordedRequest};
+
+/// Splits `text` into pieces of at most `chars` characters (at least one piece, never splitting
+/// a character), the way a model streams fragments.
+pub fn split_chars(text: &str, chars: usize) -> Vec<String> {
+    let chars = chars.max(1);
+    let all: Vec<char> = text.chars().collect();
+    if all.is_empty() {
+        return vec![String::new()];
+    }
+    all.chunks(chars).map(|c| c.iter().collect()).collect()
+}
