@@ -17,8 +17,31 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 
-/// The shared ledger.
-pub type SharedLedger = Arc<Mutex<Ledger<SqliteJournal>>>;
+/// The shared ledger; `Err` holds why there is none (no sprint file yet), which the tools return
+/// to the model.
+pub type SharedLedger = Arc<Mutex<Result<Ledger<SqliteJournal>, String>>>;
+
+/// Both sprint tools over one ledger, with each agent's actor taken from its role.
+pub fn tools(
+    ledger: SharedLedger,
+    agents: &BTreeMap<String, baton_agent::definition::AgentDef>,
+    run_id: Option<String>,
+) -> Vec<Arc<dyn Tool>> {
+    let actors = agents
+        .values()
+        .map(|a| (a.name.clone(), actor_for_role(&a.role)))
+        .collect();
+    vec![
+        Arc::new(ReadSprintStatus {
+            ledger: ledger.clone(),
+        }),
+        Arc::new(UpdateSprintStatus {
+            ledger,
+            actors,
+            run_id,
+        }),
+    ]
+}
 
 /// The actor for an agent role.
 pub fn actor_for_role(role: &str) -> Actor {
@@ -60,8 +83,12 @@ impl Tool for ReadSprintStatus {
     ) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             let mode = args.get("mode").and_then(|m| m.as_str()).unwrap_or("data");
-            let Ok(mut ledger) = self.ledger.lock() else {
+            let Ok(mut guard) = self.ledger.lock() else {
                 return ToolResult::error("the sprint ledger is unavailable");
+            };
+            let ledger = match guard.as_mut() {
+                Ok(l) => l,
+                Err(why) => return ToolResult::error(why.clone()),
             };
             if let Err(e) = ledger.refresh() {
                 return ToolResult::error(e.to_string());
@@ -182,8 +209,12 @@ impl Tool for UpdateSprintStatus {
                 force: false,
                 run_id: self.run_id.clone(),
             };
-            let Ok(mut ledger) = self.ledger.lock() else {
+            let Ok(mut guard) = self.ledger.lock() else {
                 return ToolResult::error("the sprint ledger is unavailable");
+            };
+            let ledger = match guard.as_mut() {
+                Ok(l) => l,
+                Err(why) => return ToolResult::error(why.clone()),
             };
             match ledger.transition(&req, &Now::system()) {
                 Ok(applied) if applied.is_empty() => {

@@ -1,3 +1,4 @@
 pub mod runner;
 pub mod sandbox;
 pub mod tools;
+pub mod wire;

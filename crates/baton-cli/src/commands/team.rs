@@ -70,6 +70,15 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
             reason: None,
         })?;
     }
+    let ledger = match crate::project::ledger(&cfg) {
+        Ok(l) => Ok(l),
+        Err(e) => Err(format!("the sprint is not available: {e:#}")),
+    };
+    let sprint_tools = baton_engine::sprint_tools::tools(
+        Arc::new(Mutex::new(ledger)),
+        &found.agents,
+        Some(run_id.clone()),
+    );
     let mut setup = Setup::new(
         root.to_path_buf(),
         found.agents,
@@ -84,6 +93,7 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
         Arc::new(sandbox),
         cfg.commands.clone(),
     );
+    setup.extra_tools = sprint_tools;
     setup.model_override = args.model.clone().or(cfg.agent_model.clone());
     setup.transcript_dir = Some(cfg.runs_dir().join(&run_id));
     setup.max_turns = cfg.max_turns;
