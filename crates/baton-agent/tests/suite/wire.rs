@@ -75,7 +75,7 @@ async fn openai_tool_round_trip_reaches_a_final_answer() {
         &["They are ", "in tests/."],
         usage(150, 8),
     ));
-    let client = OpenAiClient::new("local", &server.url(), None).unwrap();
+    let client = OpenAiClient::new("local", server.url(), None).unwrap();
     let out = runner(
         dir.path(),
         Arc::new(client),
@@ -120,7 +120,7 @@ async fn anthropic_tool_round_trip_reaches_a_final_answer() {
         usage(90, 12),
     ));
     server.enqueue(anthropic_stream::text(&["In tests/."], usage(140, 4)));
-    let client = AnthropicClient::new("anthropic", &server.url(), Some("k".into())).unwrap();
+    let client = AnthropicClient::new("anthropic", server.url(), Some("k".into())).unwrap();
     let out = runner(
         dir.path(),
         Arc::new(client),
@@ -153,7 +153,7 @@ async fn a_hard_budget_crossed_mid_stream_aborts_and_cancels() {
     let words: Vec<String> = (0..400).map(|i| format!("word{i} ")).collect();
     let parts: Vec<&str> = words.iter().map(String::as_str).collect();
     server.enqueue(openai_stream::text(&parts, None).delay_each(5));
-    let client = OpenAiClient::new("local", &server.url(), None).unwrap();
+    let client = OpenAiClient::new("local", server.url(), None).unwrap();
     let limits = BudgetLimits {
         hard_usd: Some(0.01),
         ..BudgetLimits::default()
