@@ -32,6 +32,17 @@ pub struct Cli {
 /// baton's commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the whole sprint loop on a bundled example project, in a fresh temp directory.
+    #[command(
+        after_help = "Examples:\n  baton demo                                      # replays a recorded model session\n  \
+        baton demo --model anthropic/claude-sonnet-4-5  # the same run with a live model\n  \
+        baton demo --dir /tmp/tally-demo --json\n\n\
+        The demo copies a tiny Rust crate with two epics and three stories, initialises git and runs \
+        `baton sprint --yolo` on it: real files, real `cargo test` runs, real commits and a real \
+        journal. By default the model is replayed from a recorded session; no API is called."
+    )]
+    Demo(DemoArgs),
+
     /// Set up baton in a project: `baton.toml`, `.baton/`, and a sprint-status skeleton if absent.
     #[command(
         after_help = "Example:\n  baton init\n  baton -C ../other-project init\n\n\
@@ -74,6 +85,28 @@ pub enum Command {
         In a chain, each step's final answer replaces {previous} in the next step's task.\n\
         Exit codes: 0 all completed, 1 a step failed, 3 an agent escalated, 4 the budget stopped it.")]
     Team(TeamArgs),
+
+    /// Drive stories through the team until each is done or needs a human.
+    #[command(
+        after_help = "Examples:\n  baton sprint                       # the next 3 unfinished stories\n  \
+        baton sprint --batch 5 --yolo\n  baton sprint --stories 1-2-login,1-3-logout\n  \
+        baton sprint --json                # events as JSON lines, then the report\n\n\
+        Exit codes: 0 all done, 1 a story needs intervention, 3 paused on an escalation \
+        (answer with `baton answer`), 4 stopped by the budget.\n\
+        A run killed at any moment resumes where it stood: run `baton sprint` again."
+    )]
+    Sprint(SprintArgs),
+
+    /// List escalations waiting for an answer (all with --all).
+    #[command(after_help = "Examples:\n  baton escalations\n  baton escalations --all --json")]
+    Escalations(EscalationsArgs),
+
+    /// Answer an escalation; the next `baton sprint` acts on it.
+    #[command(
+        after_help = "Examples:\n  baton answer 3 1                   # the first option\n  \
+        baton answer 3 \"another fix round\""
+    )]
+    Answer(AnswerArgs),
 
     /// Show the journal of status changes.
     #[command(
@@ -179,6 +212,63 @@ pub struct TeamArgs {
     #[arg(long)]
     pub yolo: bool,
     /// Print the report as JSON (progress lines are not printed).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton sprint`.
+#[derive(Debug, Args)]
+pub struct SprintArgs {
+    /// Stories in this run (default: `[sprint] batch`, 3).
+    #[arg(long, value_name = "N")]
+    pub batch: Option<usize>,
+    /// Work exactly these stories, in this order (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "KEYS")]
+    pub stories: Option<Vec<String>>,
+    /// Auto-confirm checkpoints and proceed with the recommended path.
+    #[arg(long)]
+    pub yolo: bool,
+    /// Use this `provider/model` for every agent.
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// Start even if the git working tree has uncommitted changes.
+    #[arg(long)]
+    pub allow_dirty: bool,
+    /// Stream events as JSON lines and end with the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton escalations`.
+#[derive(Debug, Args)]
+pub struct EscalationsArgs {
+    /// Include answered ones.
+    #[arg(long)]
+    pub all: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton answer`.
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// The escalation's number.
+    pub id: i64,
+    /// The option's number (from 1) or its exact text.
+    pub choice: String,
+}
+
+/// `baton demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Use this live `provider/model` instead of the recorded session.
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// Where to create the example project (must not exist or be empty; default: a new temp dir).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+    /// Stream events as JSON lines and end with the report as JSON.
     #[arg(long)]
     pub json: bool,
 }

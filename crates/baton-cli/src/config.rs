@@ -147,6 +147,27 @@ pub struct RawSprint {
     pub auto_epic_done: Option<bool>,
     /// Days after which the sprint file is reported stale (default 7).
     pub stale_days: Option<u32>,
+    /// The project's test command, run by the orchestrator after every dev and fix step
+    /// (program and arguments, no shell), e.g. `["cargo", "test"]`.
+    pub test_command: Option<Vec<String>>,
+    /// Timeout of one test run in seconds (default 900).
+    pub test_timeout_secs: Option<u64>,
+    /// Fix rounds before escalating (default 3).
+    pub max_review_rounds: Option<u32>,
+    /// Findings a review must report (default 3).
+    pub min_findings: Option<usize>,
+    /// Review story documents before development (default false).
+    pub story_review: Option<bool>,
+    /// Verify stories end to end with QA after review (default false).
+    pub qa: Option<bool>,
+    /// Stories per `baton sprint` run (default 3).
+    pub batch: Option<usize>,
+    /// Statuses a story enters only after a human confirms, in standard mode (default ["done"]).
+    pub checkpoints: Option<Vec<String>>,
+    /// Timeout of one story in seconds (default 7200).
+    pub story_timeout_secs: Option<u64>,
+    /// Timeout of one run in seconds (default 28800).
+    pub run_timeout_secs: Option<u64>,
 }
 
 /// The resolved configuration.
@@ -186,6 +207,8 @@ pub struct Config {
     pub agent_timeout: Duration,
     /// Parallel agents at once.
     pub concurrency: usize,
+    /// `[sprint]` as written (the engine's settings are built from it).
+    pub sprint: RawSprint,
 }
 
 impl Config {
@@ -254,6 +277,7 @@ impl Config {
             max_turns: raw.agents.max_turns.unwrap_or(40),
             agent_timeout: Duration::from_secs(raw.agents.timeout_secs.unwrap_or(1800)),
             concurrency: raw.team.concurrency.unwrap_or(4).max(1),
+            sprint: raw.sprint,
         }
     }
 
@@ -294,6 +318,18 @@ pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional; 
 # auto_epic_done = true
 # Warn when the sprint file has not been updated for this many days.
 # stale_days = 7
+# The test command the orchestrator runs itself after every dev and fix step (no shell).
+# test_command = ["cargo", "test"]
+# test_timeout_secs = 900
+# max_review_rounds = 3
+# min_findings = 3
+# story_review = false
+# qa = false
+# batch = 3
+# In standard mode a story enters these statuses only after a human confirms.
+# checkpoints = ["done"]
+# story_timeout_secs = 7200
+# run_timeout_secs = 28800
 
 [budget]
 # warn_usd = 5.0

@@ -8,14 +8,17 @@
 
 pub mod actor;
 pub mod budget;
+pub mod dispatch;
 pub mod epic;
 pub mod key;
 pub mod next;
 pub mod sprint;
+pub mod stall;
 pub mod stamp;
 pub mod status;
 pub mod transition;
 pub mod validate;
+pub mod verdict;
 
 pub use actor::Actor;
 pub use key::{Key, KeyKind};

@@ -6,5 +6,6 @@
 //! parses YAML itself.
 
 pub mod setup;
+pub mod sprint;
 pub mod sprint_tools;
 pub mod team;

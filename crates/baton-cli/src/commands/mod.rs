@@ -1,9 +1,11 @@
 //! One module per command; each returns the exit code it ends with.
 
 mod agents;
+mod demo;
 mod init;
 mod log;
 mod set;
+mod sprint;
 mod status;
 mod team;
 
@@ -34,11 +36,15 @@ pub fn run(cli: Cli) -> Result<Code> {
     let root = crate::project::root(cli.project.as_deref())?;
     match cli.command {
         Command::Init(args) => init::run(&root, &args),
+        Command::Demo(args) => demo::run(&args),
         Command::Status(args) => status::run(&root, &args),
         Command::Set(args) => set::run(&root, &args),
         Command::Log(args) => log::run(&root, &args),
         Command::Agents(args) => agents::run(&root, &args),
         Command::Trust(args) => agents::trust(&root, &args),
         Command::Team(args) => team::run(&root, &args),
+        Command::Sprint(args) => sprint::run(&root, &args),
+        Command::Escalations(args) => sprint::escalations(&root, &args),
+        Command::Answer(args) => sprint::answer(&root, &args),
     }
 }

@@ -56,7 +56,6 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
     for n in &found.notices {
         eprintln!("note: {n}");
     }
-    let sandbox = Sandbox::new(root, &cfg.sandbox_deny)?;
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = run_id("team");
     let started = jiff::Timestamp::now().to_string();
@@ -70,54 +69,26 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
             reason: None,
         })?;
     }
-    let ledger = match crate::project::ledger(&cfg) {
+    let ledger = Arc::new(Mutex::new(match crate::project::ledger(&cfg) {
         Ok(l) => Ok(l),
         Err(e) => Err(format!("the sprint is not available: {e:#}")),
-    };
-    let sprint_tools = baton_engine::sprint_tools::tools(
-        Arc::new(Mutex::new(ledger)),
-        &found.agents,
-        Some(run_id.clone()),
-    );
-    let mut setup = Setup::new(
-        root.to_path_buf(),
-        found.agents,
-        cfg.providers.clone(),
-        cfg.prices.clone(),
-        if args.yolo {
-            Mode::Yolo
-        } else {
-            Mode::Standard
-        },
-        Arc::new(Budget::new(cfg.budget)),
-        Arc::new(sandbox),
-        cfg.commands.clone(),
-    );
-    setup.extra_tools = sprint_tools;
-    setup.model_override = args.model.clone().or(cfg.agent_model.clone());
-    setup.transcript_dir = Some(cfg.runs_dir().join(&run_id));
-    setup.max_turns = cfg.max_turns;
-    setup.timeout = cfg.agent_timeout;
-    let ledger = journal.clone();
-    let ledger_run = run_id.clone();
-    setup.on_call = Some(Arc::new(move |c| {
-        if let Ok(mut j) = ledger.lock() {
-            let _ = j.record_cost(&CostEntry {
-                run_id: Some(ledger_run.clone()),
-                step_id: None,
-                at: jiff::Timestamp::now().to_string(),
-                model: c.model.clone(),
-                input_tokens: c.usage.input_tokens,
-                output_tokens: c.usage.output_tokens,
-                cache_read_tokens: c.usage.cache_read_tokens,
-                cache_write_tokens: c.usage.cache_write_tokens,
-                cost_usd: c.cost_usd,
-            });
-        }
     }));
-    if !args.json {
-        setup.on_event = Some(Arc::new(progress));
-    }
+    let mode = if args.yolo {
+        Mode::Yolo
+    } else {
+        Mode::Standard
+    };
+    let setup = build_setup(
+        root,
+        &cfg,
+        found.agents,
+        mode,
+        args.model.clone(),
+        &run_id,
+        ledger,
+        journal.clone(),
+        (!args.json).then(|| Arc::new(progress) as baton_agent::runner::EventFn),
+    )?;
     let cancel = setup.cancel.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -175,7 +146,8 @@ fn verdict(report: &TeamReport) -> (Code, &'static str, String) {
     }
 }
 
-fn progress(e: &AgentEvent) {
+/// Prints an agent event as a plain progress line.
+pub fn progress(e: &AgentEvent) {
     match e {
         AgentEvent::Started { agent, model } => eprintln!("[{agent}] started on {model}"),
         AgentEvent::Turn { agent, turn } => eprintln!("[{agent}] turn {turn}"),
@@ -235,4 +207,54 @@ fn print_report(report: &TeamReport, run_id: &str) {
         println!("chain stopped at step {n}");
     }
     println!("run {run_id}: total ${:.4}", report.cost_usd);
+}
+
+/// Builds the agents' shared setup: sandbox, budget, providers, sprint tools, cost ledger.
+#[allow(clippy::too_many_arguments)]
+pub fn build_setup(
+    root: &Path,
+    cfg: &crate::config::Config,
+    agents: std::collections::BTreeMap<String, baton_agent::definition::AgentDef>,
+    mode: Mode,
+    model: Option<String>,
+    run_id: &str,
+    ledger: baton_engine::sprint_tools::SharedLedger,
+    journal: Arc<Mutex<SqliteJournal>>,
+    on_event: Option<baton_agent::runner::EventFn>,
+) -> Result<Setup> {
+    let sandbox = Sandbox::new(root, &cfg.sandbox_deny)?;
+    let sprint_tools = baton_engine::sprint_tools::tools(ledger, &agents, Some(run_id.to_owned()));
+    let mut setup = Setup::new(
+        root.to_path_buf(),
+        agents,
+        cfg.providers.clone(),
+        cfg.prices.clone(),
+        mode,
+        Arc::new(Budget::new(cfg.budget)),
+        Arc::new(sandbox),
+        cfg.commands.clone(),
+    );
+    setup.extra_tools = sprint_tools;
+    setup.model_override = model.or(cfg.agent_model.clone());
+    setup.transcript_dir = Some(cfg.runs_dir().join(run_id));
+    setup.max_turns = cfg.max_turns;
+    setup.timeout = cfg.agent_timeout;
+    let ledger_run = run_id.to_owned();
+    setup.on_call = Some(Arc::new(move |c| {
+        if let Ok(mut j) = journal.lock() {
+            let _ = j.record_cost(&CostEntry {
+                run_id: Some(ledger_run.clone()),
+                step_id: None,
+                at: jiff::Timestamp::now().to_string(),
+                model: c.model.clone(),
+                input_tokens: c.usage.input_tokens,
+                output_tokens: c.usage.output_tokens,
+                cache_read_tokens: c.usage.cache_read_tokens,
+                cache_write_tokens: c.usage.cache_write_tokens,
+                cost_usd: c.cost_usd,
+            });
+        }
+    }));
+    setup.on_event = on_event;
+    Ok(setup)
 }

@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
-const ROUNDS: u64 = 100;
+const ROUNDS: u64 = 150;
 const BASE_SEED: u64 = 0xBA70_0000_C0DE_0001;
-/// Writers are killed after 0..=MAX_DELAY_MS milliseconds.
+/// Writers are killed after 0..=MAX_DELAY_MS milliseconds (more on a machine where one `set`
+/// takes longer, see [`max_delay`]).
 const MAX_DELAY_MS: u64 = 20;
 
 /// 3 epics × 4 stories, all `backlog`, fresh stamps (no staleness warning).
@@ -44,11 +45,29 @@ fn next(status: &str) -> &'static str {
     }
 }
 
-/// Starts `n` writers on distinct stories, kills each after its own random delay, reaps them.
-/// Returns how many ran to completion (all of those must have succeeded).
+/// The longest kill delay: 20 ms, or the median time of three uninterrupted `set`s if that is
+/// longer, so that kills land anywhere in a writer's life on a slow machine too.
+fn max_delay() -> u64 {
+    let p = Project::with_sprint(&crash_sprint().0);
+    p.ok(&["init"]);
+    let mut times: Vec<Duration> = ["ready-for-dev", "in-progress", "review"]
+        .into_iter()
+        .map(|to| {
+            let t = Instant::now();
+            p.ok(&["set", "1-1-story-1", to]);
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    MAX_DELAY_MS.max(u64::try_from(times[1].as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Starts 1–3 writers on distinct stories, SIGKILLs each after its own random delay in
+/// `0..=max_ms` ms, and reaps them. Returns how many ran to completion (those must succeed).
 fn kill_writers(
     p: &Project,
     rng: &mut Rng,
+    max_ms: u64,
     statuses: &BTreeMap<String, String>,
     stories: &[String],
     ctx: &str,
@@ -70,7 +89,7 @@ fn kill_writers(
                 .stderr(Stdio::piped())
                 .spawn()
                 .expect("spawn baton set");
-            (Duration::from_millis(rng.below(MAX_DELAY_MS + 1)), child)
+            (Duration::from_millis(rng.below(max_ms + 1)), child)
         })
         .collect();
     let start = Instant::now();
@@ -160,6 +179,16 @@ fn assert_journal_agrees(p: &Project, initial: &BTreeMap<String, String>, ctx: &
     );
 }
 
+/// Files other than the sprint file in its directory (temp files of interrupted writes).
+fn strays(p: &Project) -> Vec<String> {
+    let path = p.sprint_path();
+    std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "sprint-status.yaml")
+        .collect()
+}
+
 /// Names the round on the way out of a panic, wherever in the round it happened.
 struct Round(String);
 
@@ -177,14 +206,15 @@ fn writers_killed_at_random_leave_a_valid_file_and_an_agreeing_journal() {
     let p = Project::with_sprint(&text);
     p.ok(&["init"]);
     let initial = p.statuses();
+    let max_ms = max_delay();
     let (mut completed, mut pending_rounds) = (0, 0);
     for round in 0..ROUNDS {
         let seed = BASE_SEED ^ round.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let ctx = format!("round {round} (seed {seed:#018x})");
+        let ctx = format!("round {round} (seed {seed:#018x}, delays 0..={max_ms} ms)");
         let _round = Round(ctx.clone());
         let mut rng = Rng::new(seed);
         let before = p.statuses();
-        completed += kill_writers(&p, &mut rng, &before, &stories, &ctx);
+        completed += kill_writers(&p, &mut rng, max_ms, &before, &stories, &ctx);
 
         // `log` only reads: count the rounds whose kill interrupted a write.
         if p.all_events().iter().any(|e| s(e, "state") == "pending") {
@@ -201,15 +231,10 @@ fn writers_killed_at_random_leave_a_valid_file_and_an_agreeing_journal() {
         assert_eq!(out.code, Some(0), "{ctx}: {}", out.describe());
         assert_journal_agrees(&p, &initial, &ctx);
     }
-    let dir = p.sprint_path();
-    let strays: Vec<_> = std::fs::read_dir(dir.parent().unwrap())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .filter(|n| n != "sprint-status.yaml")
-        .collect();
+    let strays = strays(&p);
     eprintln!(
-        "crash: {ROUNDS} rounds, {completed} writers completed, {pending_rounds} rounds left a \
-         pending event; {} temp files left beside the sprint file",
+        "crash: {ROUNDS} rounds, delays 0..={max_ms} ms, {completed} writers completed, \
+         {pending_rounds} rounds left a pending event; {} temp files beside the sprint file",
         strays.len()
     );
     // The loop is only a test if it interrupted writes; every writer finishing would prove nothing.
@@ -225,13 +250,14 @@ fn status_settles_a_write_interrupted_by_a_kill() {
     let p = Project::with_sprint(&text);
     p.ok(&["init"]);
     let initial = p.statuses();
+    let max_ms = max_delay();
     for attempt in 0..400_u64 {
         let seed = BASE_SEED ^ 0xFFFF ^ attempt;
-        let ctx = format!("attempt {attempt} (seed {seed:#018x})");
+        let ctx = format!("attempt {attempt} (seed {seed:#018x}, delays 0..={max_ms} ms)");
         let _round = Round(ctx.clone());
         let mut rng = Rng::new(seed);
         let before = p.statuses();
-        kill_writers(&p, &mut rng, &before, &stories, &ctx);
+        kill_writers(&p, &mut rng, max_ms, &before, &stories, &ctx);
         let events = p.all_events();
         let Some(pending) = events.iter().find(|e| s(e, "state") == "pending") else {
             continue;
@@ -261,4 +287,37 @@ fn status_settles_a_write_interrupted_by_a_kill() {
         return;
     }
     panic!("no kill left a pending event in 400 attempts; cannot check `baton status`");
+}
+
+#[test]
+#[ignore = "bug: a writer killed during the atomic replace leaves `.baton-tmp-*` beside sprint-status.yaml and nothing ever removes it"]
+fn temp_files_of_killed_writers_are_cleaned_up() {
+    let (text, stories) = crash_sprint();
+    let p = Project::with_sprint(&text);
+    p.ok(&["init"]);
+    let max_ms = max_delay();
+    for attempt in 0..400_u64 {
+        let seed = BASE_SEED ^ 0xAAAA ^ attempt;
+        let ctx = format!("attempt {attempt} (seed {seed:#018x}, delays 0..={max_ms} ms)");
+        let _round = Round(ctx.clone());
+        let mut rng = Rng::new(seed);
+        let before = p.statuses();
+        kill_writers(&p, &mut rng, max_ms, &before, &stories, &ctx);
+        let left = strays(&p);
+        if left.is_empty() {
+            continue;
+        }
+        assert!(
+            left.iter().all(|n| n.starts_with(".baton-tmp-")),
+            "{ctx}: unexpected files {left:?}"
+        );
+        // The next write (under the lock, so no other writer is mid-replace) should sweep them.
+        let now = p.statuses();
+        let key = &stories[0];
+        p.ok(&["set", key, next(&now[key])]);
+        p.ok(&["status"]);
+        assert_eq!(strays(&p), Vec::<String>::new(), "{ctx}: left behind");
+        return;
+    }
+    panic!("no kill left a temp file in 400 attempts; cannot check the clean-up");
 }

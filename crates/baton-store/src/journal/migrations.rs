@@ -85,6 +85,14 @@ CREATE TABLE cost_ledger (
 );
 CREATE INDEX cost_ledger_run_id ON cost_ledger(run_id);
 "#,
+    // v1 → v2: what kind of escalation (so the engine knows how to act on the answer), when the
+    // answer was acted on, and per-story step lookups for resuming sprints.
+    r#"
+ALTER TABLE escalations ADD COLUMN kind TEXT NOT NULL DEFAULT 'agent';
+ALTER TABLE escalations ADD COLUMN resolved_at TEXT;
+CREATE INDEX steps_key ON steps(key);
+CREATE INDEX escalations_key ON escalations(key);
+"#,
 ];
 
 /// The schema version this build writes and understands.
@@ -162,7 +170,7 @@ mod tests {
         assert_eq!(user_version(&conn, path).unwrap(), 0);
         assert_eq!(migrate(&mut conn, path).unwrap(), 0);
         assert_eq!(user_version(&conn, path).unwrap(), LATEST);
-        assert_eq!(LATEST, 1);
+        assert_eq!(LATEST, 2);
         let names = tables(&conn);
         for table in ["cost_ledger", "escalations", "events", "runs", "steps"] {
             assert!(

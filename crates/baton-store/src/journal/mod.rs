@@ -193,6 +193,11 @@ pub struct EscalationRecord {
     pub created_at: String,
     /// RFC 3339 answer time.
     pub answered_at: Option<String>,
+    /// What raised it (`max-review-rounds`, `inconclusive-review`, `stall`, `agent`, …), so the
+    /// engine knows how to act on the answer.
+    pub kind: String,
+    /// RFC 3339 time the engine acted on the answer.
+    pub resolved_at: Option<String>,
 }
 
 /// One entry of the cost ledger: the usage of one model call.
@@ -261,6 +266,10 @@ pub trait Journal {
     fn answer_escalation(&mut self, id: i64, answer: &str, at: &str) -> Result<bool, JournalError>;
     /// Escalations, open ones only if `open_only`.
     fn escalations(&self, open_only: bool) -> Result<Vec<EscalationRecord>, JournalError>;
+    /// Marks an answered escalation as acted on.
+    fn resolve_escalation(&mut self, id: i64, at: &str) -> Result<(), JournalError>;
+    /// Every step that worked on `key`, across runs, oldest first.
+    fn steps_for_key(&self, key: &str) -> Result<Vec<StepRecord>, JournalError>;
     /// Appends to the cost ledger.
     fn record_cost(&mut self, entry: &CostEntry) -> Result<(), JournalError>;
     /// Total cost in US dollars of a run (all runs if `None`).

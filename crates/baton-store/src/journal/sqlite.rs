@@ -36,7 +36,7 @@ const STEP_COLUMNS: &str =
 
 /// Columns of `escalations`, in the order [`raw_escalation`] reads them.
 const ESCALATION_COLUMNS: &str =
-    "id, run_id, key, title, finding, options, answer, created_at, answered_at";
+    "id, run_id, key, title, finding, options, answer, created_at, answered_at, kind, resolved_at";
 
 /// Wraps a SQLite error with the database path.
 pub(super) fn sqlite_err(path: &Path, source: rusqlite::Error) -> JournalError {
@@ -148,6 +148,19 @@ impl SqliteJournal {
             table,
             detail,
         }
+    }
+
+    fn checked_step(&self, raw: RawStep) -> Result<StepRecord, JournalError> {
+        let attempt = u32::try_from(raw.attempt).map_err(|_| {
+            self.corrupt(
+                "steps",
+                format!("step {}: attempt {} out of range", raw.step.id, raw.attempt),
+            )
+        })?;
+        Ok(StepRecord {
+            attempt,
+            ..raw.step
+        })
     }
 
     /// Runs `f` in one `BEGIN IMMEDIATE` transaction and commits it.
@@ -282,6 +295,8 @@ fn raw_escalation(row: &Row<'_>) -> rusqlite::Result<RawEscalation> {
             answer: row.get(6)?,
             created_at: row.get(7)?,
             answered_at: row.get(8)?,
+            kind: row.get(9)?,
+            resolved_at: row.get(10)?,
         },
         options: row.get(5)?,
     })
@@ -497,20 +512,7 @@ impl Journal for SqliteJournal {
             .map_err(self.err())?
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(self.err())?;
-        raws.into_iter()
-            .map(|raw| {
-                let attempt = u32::try_from(raw.attempt).map_err(|_| {
-                    self.corrupt(
-                        "steps",
-                        format!("step {}: attempt {} out of range", raw.step.id, raw.attempt),
-                    )
-                })?;
-                Ok(StepRecord {
-                    attempt,
-                    ..raw.step
-                })
-            })
-            .collect()
+        raws.into_iter().map(|raw| self.checked_step(raw)).collect()
     }
 
     /// Inserts the escalation (its `id` is ignored; `options` stored as a JSON array) and
@@ -525,8 +527,8 @@ impl Journal for SqliteJournal {
         self.write(|tx| {
             tx.execute(
                 "INSERT INTO escalations
-                     (run_id, key, title, finding, options, answer, created_at, answered_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                     (run_id, key, title, finding, options, answer, created_at, answered_at, kind)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 params![
                     esc.run_id,
                     esc.key,
@@ -535,7 +537,8 @@ impl Journal for SqliteJournal {
                     options,
                     esc.answer,
                     esc.created_at,
-                    esc.answered_at
+                    esc.answered_at,
+                    esc.kind
                 ],
             )?;
             Ok(tx.last_insert_rowid())
@@ -591,6 +594,31 @@ impl Journal for SqliteJournal {
                 })
             })
             .collect()
+    }
+
+    fn resolve_escalation(&mut self, id: i64, at: &str) -> Result<(), JournalError> {
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE escalations SET resolved_at = ?2 WHERE id = ?1 AND resolved_at IS NULL",
+                params![id, at],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn steps_for_key(&self, key: &str) -> Result<Vec<StepRecord>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {STEP_COLUMNS} FROM steps WHERE key = ?1 ORDER BY id"
+            ))
+            .map_err(self.err())?;
+        let raws = stmt
+            .query_map([key], raw_step)
+            .map_err(self.err())?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.err())?;
+        raws.into_iter().map(|raw| self.checked_step(raw)).collect()
     }
 
     fn record_cost(&mut self, entry: &CostEntry) -> Result<(), JournalError> {
@@ -692,6 +720,8 @@ mod tests {
             answer: None,
             created_at: "2025-01-01T00:02:00Z".to_owned(),
             answered_at: None,
+            kind: "agent".to_owned(),
+            resolved_at: None,
         }
     }
 
@@ -1252,5 +1282,50 @@ mod tests {
         ids.sort_unstable();
         assert_eq!(ids, all_ids);
         assert!(applied.iter().all(|e| e.group == e.id));
+    }
+
+    #[test]
+    fn escalations_resolve_once_and_steps_are_found_by_key() {
+        let mut j = SqliteJournal::open_in_memory().unwrap();
+        let id = j.raise_escalation(&escalation("rounds")).unwrap();
+        assert!(
+            j.answer_escalation(id, "retry", "2025-01-01T00:03:00Z")
+                .unwrap()
+        );
+        j.resolve_escalation(id, "2025-01-01T00:04:00Z").unwrap();
+        j.resolve_escalation(id, "2025-01-01T00:05:00Z").unwrap();
+        let e = &j.escalations(false).unwrap()[0];
+        assert_eq!(e.kind, "agent");
+        assert_eq!(e.resolved_at.as_deref(), Some("2025-01-01T00:04:00Z"));
+        j.begin_run(&RunRecord {
+            id: "r1".into(),
+            kind: "sprint".into(),
+            started_at: "t".into(),
+            ended_at: None,
+            status: "running".into(),
+            reason: None,
+        })
+        .unwrap();
+        for (key, stage) in [("1-1-a", "dev"), ("1-2-b", "dev"), ("1-1-a", "review")] {
+            j.begin_step(&StepRecord {
+                id: 0,
+                run_id: "r1".into(),
+                key: Some(key.into()),
+                stage: stage.into(),
+                attempt: 1,
+                input_hash: String::new(),
+                outcome: None,
+                started_at: "t".into(),
+                ended_at: None,
+            })
+            .unwrap();
+        }
+        let stages: Vec<String> = j
+            .steps_for_key("1-1-a")
+            .unwrap()
+            .into_iter()
+            .map(|s| s.stage)
+            .collect();
+        assert_eq!(stages, ["dev", "review"]);
     }
 }

@@ -1,0 +1,80 @@
+//! The git side of a sprint: the run needs a repository, refuses a dirty tree unless asked, and
+//! commits every completed stage so each step can be inspected and rolled back.
+
+use std::path::Path;
+use std::process::Stdio;
+use tokio::process::Command;
+
+async fn git(root: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .env("LC_ALL", "C")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Whether `root` is inside a git work tree.
+pub async fn is_repo(root: &Path) -> bool {
+    git(root, &["rev-parse", "--is-inside-work-tree"])
+        .await
+        .is_ok_and(|o| o.trim() == "true")
+}
+
+/// Changed or untracked paths, baton's own state excluded.
+pub async fn dirty(root: &Path) -> Result<Vec<String>, String> {
+    let out = git(root, &["status", "--porcelain", "--untracked-files=all"]).await?;
+    Ok(out
+        .lines()
+        .filter_map(|l| l.get(3..))
+        .map(str::to_owned)
+        .filter(|p| !p.starts_with(".baton/"))
+        .collect())
+}
+
+/// HEAD's commit, if there is one.
+pub async fn head(root: &Path) -> Option<String> {
+    git(root, &["rev-parse", "--verify", "-q", "HEAD"])
+        .await
+        .ok()
+        .map(|s| s.trim().to_owned())
+}
+
+/// Commits everything (baton's `.baton/` is ignored by its own `.gitignore`) with `message`.
+/// Returns the new commit, or `None` when there was nothing to commit.
+pub async fn commit_all(root: &Path, message: &str) -> Result<Option<String>, String> {
+    git(root, &["add", "-A", "--", ".", ":(exclude).baton"]).await?;
+    let staged = git(root, &["diff", "--cached", "--name-only"]).await?;
+    if staged.trim().is_empty() {
+        return Ok(None);
+    }
+    git(
+        root,
+        &[
+            "-c",
+            "user.name=baton",
+            "-c",
+            "user.email=baton@localhost",
+            "commit",
+            "-q",
+            "--no-verify",
+            "-m",
+            message,
+        ],
+    )
+    .await?;
+    Ok(head(root).await)
+}

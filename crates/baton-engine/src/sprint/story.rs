@@ -1,0 +1,114 @@
+//! What the engine writes into a story file besides its status: the baseline commit, review
+//! findings (BMad's `### Review Findings` dialect), and a developer's HALT.
+
+use baton_store::frontmatter::Document;
+use std::fs;
+use std::path::Path;
+
+/// Records the commit a story's work starts from (`baseline_commit`, as BMad 6.8+ does).
+pub fn set_baseline(path: &Path, commit: &str) -> Result<(), String> {
+    let mut doc = Document::load(path).map_err(|e| e.to_string())?;
+    if doc
+        .get::<String>("baseline_commit")
+        .ok()
+        .flatten()
+        .is_some()
+    {
+        return Ok(());
+    }
+    doc.set("baseline_commit", commit)
+        .map_err(|e| e.to_string())?;
+    doc.save().map_err(|e| e.to_string())
+}
+
+/// The story's baseline commit, if recorded.
+pub fn baseline(path: &Path) -> Option<String> {
+    Document::load(path)
+        .ok()
+        .and_then(|d| d.get::<String>("baseline_commit").ok().flatten())
+}
+
+/// Inserts `block` under `### <heading>`, creating the subsection before `## Dev Notes` (or at
+/// the end) when it does not exist yet.
+fn append_under(text: &str, heading: &str, block: &str) -> String {
+    let marker = format!("### {heading}");
+    let nl = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let block = block.replace('\n', nl);
+    if let Some(at) = text.find(&marker) {
+        // End of that subsection: the next heading of level 2 or 3, or the end.
+        let after = at + marker.len();
+        let end = text[after..]
+            .find(&format!("{nl}## "))
+            .into_iter()
+            .chain(text[after..].find(&format!("{nl}### ")))
+            .min()
+            .map_or(text.len(), |i| after + i);
+        let mut out = String::with_capacity(text.len() + block.len() + 4);
+        out.push_str(text[..end].trim_end());
+        out.push_str(nl);
+        out.push_str(nl);
+        out.push_str(block.trim_end());
+        out.push_str(nl);
+        out.push_str(&text[end..]);
+        return out;
+    }
+    let section = format!("{marker}{nl}{nl}{}{nl}", block.trim_end());
+    match text.find(&format!("{nl}## Dev Notes")) {
+        Some(i) => format!("{}{nl}{nl}{section}{}", text[..i].trim_end(), &text[i..]),
+        None => format!("{}{nl}{nl}{section}", text.trim_end()),
+    }
+}
+
+fn edit(path: &Path, f: impl FnOnce(&str) -> String) -> Result<(), String> {
+    let text =
+        fs::read_to_string(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let new = f(&text);
+    baton_store::atomic::replace_durable(path, new.as_bytes()).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Appends a round of review findings.
+pub fn add_review_findings(path: &Path, markdown: &str) -> Result<(), String> {
+    edit(path, |t| append_under(t, "Review Findings", markdown))
+}
+
+/// Records a developer's HALT in the Completion Notes.
+pub fn add_halt(path: &Path, reason: &str) -> Result<(), String> {
+    edit(path, |t| {
+        append_under(t, "Completion Notes List", &format!("- HALT: {reason}"))
+    })
+}
+
+/// The latest round of review findings written to the story, if any.
+pub fn latest_findings(path: &Path) -> Option<String> {
+    let text = fs::read_to_string(path).ok()?;
+    let at = text.find("### Review Findings")?;
+    let section = &text[at..];
+    let end = section[3..].find("\n#").map_or(section.len(), |i| i + 3);
+    let section = &section[..end];
+    let last = section.rfind("Round ").map_or(section, |i| &section[i..]);
+    Some(last.trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn findings_go_before_dev_notes_and_accumulate() {
+        let t = "# Story 1.1: X\n\nStatus: review\n\n## Tasks / Subtasks\n\n- [x] a\n\n## Dev Notes\n\nn\n";
+        let t = append_under(
+            t,
+            "Review Findings",
+            "Round 1\n- [ ] [Review][Patch] bug [a.rs:1]",
+        );
+        assert!(t.contains("- [x] a\n\n### Review Findings\n\nRound 1\n- [ ] [Review][Patch] bug [a.rs:1]\n\n## Dev Notes"), "{t}");
+        let t = append_under(
+            &t,
+            "Review Findings",
+            "Round 2\n- [ ] [Review][Patch] other [b.rs:2]",
+        );
+        assert!(t.contains("[a.rs:1]\n\nRound 2\n"), "{t}");
+        assert!(t.ends_with("## Dev Notes\n\nn\n"));
+    }
+}
