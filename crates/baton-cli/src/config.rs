@@ -236,7 +236,7 @@ impl Config {
     /// Resolves a raw config against `root`.
     pub fn resolve(root: &Path, raw: RawConfig) -> Config {
         let at = |p: Option<PathBuf>, default: &str| root.join(p.unwrap_or_else(|| default.into()));
-        Config {
+        let mut cfg = Config {
             root: root.to_path_buf(),
             sprint_status: at(raw.paths.sprint_status, DEFAULT_SPRINT_STATUS),
             stories: at(raw.paths.stories, DEFAULT_STORIES),
@@ -278,7 +278,17 @@ impl Config {
             agent_timeout: Duration::from_secs(raw.agents.timeout_secs.unwrap_or(1800)),
             concurrency: raw.team.concurrency.unwrap_or(4).max(1),
             sprint: raw.sprint,
-        }
+        };
+        // API keys never reach the programs agents run.
+        let mut keys: Vec<String> = cfg
+            .providers
+            .values()
+            .filter_map(|p| p.api_key_env.clone())
+            .collect();
+        keys.sort();
+        keys.dedup();
+        cfg.commands.env_remove = keys;
+        cfg
     }
 
     /// Where transcripts of runs go.
@@ -303,7 +313,8 @@ pub fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
 }
 
 /// The `baton.toml` that `baton init` writes: every setting, commented, at its default.
-pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional; the values shown are the defaults.
+pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional. Commented values are the defaults, except in
+# [budget] and [agents] model, which have no default (no limit, each agent's own model).
 
 [paths]
 # sprint_status = "_bmad-output/implementation-artifacts/sprint-status.yaml"
@@ -386,6 +397,11 @@ mod tests {
             Path::new("/p/_bmad-output/implementation-artifacts")
         );
         assert!(c.auto_epic_done && !c.write_extended_statuses);
+        assert!(
+            c.commands
+                .env_remove
+                .contains(&"ANTHROPIC_API_KEY".to_owned())
+        );
     }
 
     #[test]

@@ -121,7 +121,7 @@ pub enum Allowed {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     /// The status is not valid for this kind of key.
-    #[error("`{to}` is not a status a {kind} can have (allowed: {allowed})")]
+    #[error("`{to}` is not a status {} {kind} can have (allowed: {allowed})", if kind.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" })]
     WrongKind {
         /// The key kind.
         kind: &'static str,

@@ -42,7 +42,7 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<fs::Metadata, WriteError> {
         _ => PathBuf::from("."),
     };
     let mut tmp = tempfile::Builder::new()
-        .prefix(".baton-tmp-")
+        .prefix(&temp_prefix(&target))
         .tempfile_in(&dir)
         .map_err(err(&target))?;
     if let Ok(meta) = fs::metadata(&target) {
@@ -54,6 +54,37 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<fs::Metadata, WriteError> {
     tmp.as_file().sync_data().map_err(err(&target))?;
     let file = tmp.persist(&target).map_err(|e| err(&target)(e.error))?;
     file.metadata().map_err(err(&target))
+}
+
+/// The prefix of `path`'s temporary files: `.<name>.baton-tmp-`, so the ones a killed writer
+/// left behind can be found and removed by the next writer of the same file.
+fn temp_prefix(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(".{name}.baton-tmp-")
+}
+
+/// Removes temporary files a killed writer of `path` left behind. Call it only while holding
+/// the lock that serialises writers of `path`. Returns how many were removed.
+pub fn remove_stale_temps(path: &Path) -> usize {
+    let target = real_target(path);
+    let (Some(dir), prefix) = (target.parent(), temp_prefix(&target)) else {
+        return 0;
+    };
+    let Ok(entries) = fs::read_dir(if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    }) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .filter(|e| fs::remove_file(e.path()).is_ok())
+        .count()
 }
 
 /// Replaces `path` and flushes its directory too: the full protocol for one-off writes.
@@ -92,6 +123,17 @@ mod tests {
         assert_eq!(mode, 0o640);
         let leftovers: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temp file left behind");
+    }
+
+    #[test]
+    fn stale_temps_of_the_same_file_are_removed_and_others_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.yaml");
+        fs::write(&p, "x").unwrap();
+        fs::write(dir.path().join(".s.yaml.baton-tmp-abc"), "partial").unwrap();
+        fs::write(dir.path().join(".other.md.baton-tmp-abc"), "partial").unwrap();
+        assert_eq!(remove_stale_temps(&p), 1);
+        assert!(dir.path().join(".other.md.baton-tmp-abc").exists());
     }
 
     #[test]

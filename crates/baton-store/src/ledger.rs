@@ -216,6 +216,7 @@ impl<J: Journal> Ledger<J> {
     }
 
     fn reconcile_locked(&mut self) -> Result<Reconciled, LedgerError> {
+        crate::atomic::remove_stale_temps(self.doc.path());
         let pending = self.journal.pending()?;
         let mut out = Reconciled::default();
         if pending.is_empty() {

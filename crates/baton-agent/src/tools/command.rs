@@ -403,6 +403,9 @@ async fn run_command(args: &Value, ctx: &ToolContext) -> Result<ToolResult, Tool
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    for var in &ctx.commands.env_remove {
+        cmd.env_remove(var);
+    }
     #[cfg(unix)]
     cmd.process_group(0);
     let mut child = cmd.spawn().map_err(|e| {

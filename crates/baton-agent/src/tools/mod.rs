@@ -32,6 +32,9 @@ pub struct CommandPolicy {
     pub timeout: Duration,
     /// Output kept (stdout and stderr together), in bytes; the rest is cut with a marker.
     pub max_output_bytes: usize,
+    /// Environment variables removed from every command's environment (the providers' API key
+    /// variables), so an agent's program cannot read a secret.
+    pub env_remove: Vec<String>,
 }
 
 impl Default for CommandPolicy {
@@ -45,6 +48,7 @@ impl Default for CommandPolicy {
             .to_vec(),
             timeout: Duration::from_secs(300),
             max_output_bytes: 30_000,
+            env_remove: Vec::new(),
         }
     }
 }

@@ -958,3 +958,34 @@ async fn run_command_kills_what_the_program_left_behind() {
         "grandchild sleep {pid} survived"
     );
 }
+
+#[tokio::test]
+async fn run_command_hides_the_variables_it_is_told_to_remove() {
+    let (_tmp, root) = project();
+    let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) else {
+        return; // nothing to hide on this machine
+    };
+    let home = home.to_string_lossy().into_owned();
+    let policy = CommandPolicy {
+        allow: vec!["printenv".to_owned()],
+        ..CommandPolicy::default()
+    };
+    let shown = call(
+        &context_with(&root, policy.clone()),
+        "run_command",
+        serde_json::json!({"program": "printenv", "args": ["HOME"]}),
+    )
+    .await;
+    assert!(shown.content.contains(&home), "{}", shown.content);
+    let policy = CommandPolicy {
+        env_remove: vec!["HOME".to_owned()],
+        ..policy
+    };
+    let hidden = call(
+        &context_with(&root, policy),
+        "run_command",
+        serde_json::json!({"program": "printenv", "args": ["HOME"]}),
+    )
+    .await;
+    assert!(!hidden.content.contains(&home), "{}", hidden.content);
+}

@@ -32,9 +32,14 @@ pub fn run(root: &Path, args: &SetArgs) -> Result<Code> {
     let applied = match ledger.transition(&req, &Now::system()) {
         Ok(a) => a,
         Err(LedgerError::Refused { key, refusal }) => {
-            bail!(
-                "cannot move `{key}`: {refusal}\nhint: `--force` overrides the table; the change is journaled as forced"
-            )
+            let hint = if matches!(refusal, baton_core::transition::Refusal::Illegal { .. })
+                && !args.force
+            {
+                "\nhint: `--force` overrides the table; the change is journaled as forced"
+            } else {
+                ""
+            };
+            bail!("cannot move `{key}`: {refusal}{hint}")
         }
         Err(e) => return Err(e.into()),
     };

@@ -200,6 +200,9 @@ pub fn run_sprint(
     for n in &found.notices {
         eprintln!("note: {n}");
     }
+    for e in &found.errors {
+        eprintln!("warning: agent definition skipped: {e}");
+    }
     let ledger = Arc::new(Mutex::new(Ok(crate::project::ledger(cfg)?)));
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = run_id("sprint");
@@ -243,11 +246,15 @@ pub fn run_sprint(
         human: interactive.then(|| Arc::new(Terminal) as Arc<dyn HumanInput>),
     };
     let report = rt.block_on(async {
+        let run = engine.run();
+        tokio::pin!(run);
         tokio::select! {
-            r = engine.run() => r,
+            r = &mut run => r,
             _ = tokio::signal::ctrl_c() => {
+                // Agents stop at their next await; the run then ends `cancelled` and the journal
+                // records it. Whatever step was interrupted runs again on the next `baton sprint`.
                 cancel.cancel();
-                engine.run().await
+                run.await
             }
         }
     });

@@ -56,6 +56,9 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
     for n in &found.notices {
         eprintln!("note: {n}");
     }
+    for e in &found.errors {
+        eprintln!("warning: agent definition skipped: {e}");
+    }
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = run_id("team");
     let started = jiff::Timestamp::now().to_string();
@@ -96,11 +99,14 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
         .build()
         .context("cannot start the async runtime")?;
     let report = rt.block_on(async {
+        let run = team::run(&setup, &dispatch, &task, cfg.concurrency);
+        tokio::pin!(run);
         tokio::select! {
-            r = team::run(&setup, &dispatch, &task, cfg.concurrency) => r,
+            r = &mut run => r,
             _ = tokio::signal::ctrl_c() => {
+                // The agents end `cancelled` at their next await, keeping what they did.
                 cancel.cancel();
-                Err(baton_engine::setup::SetupError::UnknownAgent { name: "(interrupted)".into(), known: String::new() })
+                run.await
             }
         }
     })?;

@@ -290,7 +290,6 @@ fn status_settles_a_write_interrupted_by_a_kill() {
 }
 
 #[test]
-#[ignore = "bug: a writer killed during the atomic replace leaves `.baton-tmp-*` beside sprint-status.yaml and nothing ever removes it"]
 fn temp_files_of_killed_writers_are_cleaned_up() {
     let (text, stories) = crash_sprint();
     let p = Project::with_sprint(&text);
@@ -308,7 +307,7 @@ fn temp_files_of_killed_writers_are_cleaned_up() {
             continue;
         }
         assert!(
-            left.iter().all(|n| n.starts_with(".baton-tmp-")),
+            left.iter().all(|n| n.contains(".baton-tmp-")),
             "{ctx}: unexpected files {left:?}"
         );
         // The next write (under the lock, so no other writer is mid-replace) should sweep them.

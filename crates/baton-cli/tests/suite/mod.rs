@@ -4,7 +4,10 @@ mod common;
 
 mod concurrency;
 mod crash;
+mod demo;
 mod init;
 mod log;
 mod set;
+mod sprint;
+mod team;
 mod validate;

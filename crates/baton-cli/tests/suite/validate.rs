@@ -171,7 +171,6 @@ fn a_yaml_syntax_error_exits_1_naming_file_and_line() {
 }
 
 #[test]
-#[ignore = "bug: syntax errors print `error: error: line N column M: …` (the YAML message keeps its own prefix)"]
 fn a_yaml_syntax_error_is_worded_once() {
     let p = Project::with_sprint(BROKEN);
     let out = p.run(&["status", "--validate"]).expect_code(1);

@@ -210,9 +210,7 @@ fn parse_yaml(text: &str) -> Result<Option<YamlStatuses>, (usize, Option<usize>,
                 .location()
                 .map(|l| (to_usize(l.line()), Some(to_usize(l.column()))))
                 .unwrap_or((1, None));
-            let message = e.to_string();
-            let first = message.lines().next().unwrap_or("invalid YAML").to_owned();
-            return Err((line.max(1), col, first));
+            return Err((line.max(1), col, yaml_message(&e.to_string())));
         }
     };
     let root = match value {
@@ -257,6 +255,24 @@ fn parse_yaml(text: &str) -> Result<Option<YamlStatuses>, (usize, Option<usize>,
             })
             .collect(),
     ))
+}
+
+/// The YAML library's message without its own `error: line N column M:` prefix (the caller
+/// names the file, line and column itself).
+fn yaml_message(full: &str) -> String {
+    let first = full.lines().next().unwrap_or("invalid YAML").trim();
+    let first = first.strip_prefix("error:").unwrap_or(first).trim_start();
+    let rest = match first.strip_prefix("line ") {
+        Some(r) => r
+            .split_once(": ")
+            .filter(|(pos, _)| {
+                pos.chars()
+                    .all(|c| c.is_ascii_digit() || c == ' ' || c.is_ascii_alphabetic())
+            })
+            .map_or(first, |(_, msg)| msg),
+        None => first,
+    };
+    rest.to_owned()
 }
 
 fn to_usize(n: impl TryInto<usize>) -> usize {
