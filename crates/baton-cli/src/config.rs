@@ -168,6 +168,8 @@ pub struct RawSprint {
     pub story_timeout_secs: Option<u64>,
     /// Timeout of one run in seconds (default 28800).
     pub run_timeout_secs: Option<u64>,
+    /// Hold an epic's retrospective when its last story is done (default false).
+    pub retrospective: Option<bool>,
 }
 
 /// The resolved configuration.
@@ -341,6 +343,8 @@ pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional. 
 # checkpoints = ["done"]
 # story_timeout_secs = 7200
 # run_timeout_secs = 28800
+# Hold an epic's retrospective (scrum master) when its last story is done.
+# retrospective = false
 
 [budget]
 # warn_usd = 5.0

@@ -53,6 +53,7 @@ pub fn settings(
         story_timeout: Duration::from_secs(s.story_timeout_secs.unwrap_or(7200)),
         run_timeout: Duration::from_secs(s.run_timeout_secs.unwrap_or(28_800)),
         loop_limit: 5,
+        retrospective: s.retrospective.unwrap_or(false),
     })
 }
 

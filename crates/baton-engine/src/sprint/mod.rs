@@ -64,6 +64,8 @@ pub struct SprintSettings {
     pub run_timeout: Duration,
     /// Times a story may enter the same status before it is a loop.
     pub loop_limit: usize,
+    /// Hold an epic's retrospective (scrum master) when its last story is done.
+    pub retrospective: bool,
 }
 
 /// Something that happened in a sprint, for progress displays and `--json`.
@@ -369,7 +371,11 @@ impl SprintEngine {
 
     async fn commit(&self, key: &str, what: &str) {
         let short = key.split('-').take(2).collect::<Vec<_>>().join("-");
-        let message = format!("story({short}): {what}");
+        self.commit_message(key, format!("story({short}): {what}"))
+            .await;
+    }
+
+    async fn commit_message(&self, key: &str, message: String) {
         if let Ok(Some(_)) = git::commit_all(&self.settings.root, &message).await {
             self.emit(SprintEvent::Commit {
                 key: key.to_owned(),
@@ -1054,6 +1060,64 @@ impl SprintEngine {
         }
     }
 
+    /// Holds the retrospective of `key`'s epic if every story of it is done and the
+    /// retrospective is still optional. A failure is reported, never fatal to the run.
+    async fn retrospective(&self, key: &str, run: &mut StoryRun) {
+        let Some(epic) = baton_core::key::classify(key).epic() else {
+            return;
+        };
+        let retro = format!("epic-{epic}-retrospective");
+        let ready = self
+            .with_ledger(|l| {
+                let sprint = l.doc().sprint();
+                let all_done = sprint.stories_of(epic).all(|s| s.effective().is_done());
+                let optional = sprint.get(&retro).map(|e| e.effective())
+                    == Some(StatusValue::Known(Status::Optional));
+                Ok(all_done && optional)
+            })
+            .unwrap_or(false);
+        if !ready {
+            return;
+        }
+        let dir = self.rel(&self.settings.stories_dir);
+        let task = format!(
+            "Hold the retrospective of epic {epic} (mode: retro). Read every story file of the epic in `{dir}`, then write `{dir}/epic-{epic}-retro.md` with what went well, what did not, and action items with owners. No time estimates."
+        );
+        let o = self
+            .agent(
+                run,
+                key,
+                dispatch::agent_for(Stage::Retro),
+                Stage::Retro,
+                1,
+                &task,
+            )
+            .await;
+        let written = std::fs::read_dir(&self.settings.stories_dir)
+            .map(|r| {
+                r.flatten().any(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.starts_with(&format!("epic-{epic}-retro")) && n.ends_with(".md")
+                })
+            })
+            .unwrap_or(false);
+        let held = o.status == AgentStatus::Completed
+            && written
+            && self
+                .transition(
+                    &retro,
+                    Status::Done,
+                    Actor::ScrumMaster,
+                    "retrospective held",
+                    false,
+                )
+                .is_ok();
+        if held {
+            self.commit_message(&retro, format!("epic({epic}): retrospective"))
+                .await;
+        }
+    }
+
     fn last_outcome_is(&self, key: &str, outcome: &str) -> bool {
         self.steps(key)
             .iter()
@@ -1214,6 +1278,9 @@ impl SprintEngine {
                     StoryEnd::NeedsIntervention(why)
                 }
             };
+            if matches!(end, StoryEnd::Done) && self.settings.retrospective {
+                self.retrospective(key, &mut run).await;
+            }
             run.report.final_status = self.status(key).map(|s| s.to_string()).unwrap_or_default();
             let (stop, reason) = match end {
                 StoryEnd::Done => {
