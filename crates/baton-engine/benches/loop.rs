@@ -774,11 +774,7 @@ fn child(variant: &str) {
     println!("{:<34} {:>12.2}", "per agent run (ms)", ms_per_agent);
     println!("{:<34} {:>12.2}", "per model turn (ms)", ms_per_turn);
     println!("{:<34} {:>12.2}", "per transition (ms)", ms_per_transition);
-    println!(
-        "{:<34} {:>12.2}",
-        "CPU baton user+sys (s)",
-        cpu[0] + cpu[1]
-    );
+    println!("{:<34} {:>12.2}", "CPU baton user+sys (s)", cpu[0] + cpu[1]);
     println!(
         "{:<34} {:>12.2}",
         "CPU children user+sys (s)",

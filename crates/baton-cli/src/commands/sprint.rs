@@ -169,6 +169,86 @@ fn print_event(e: &SprintEvent) {
     }
 }
 
+/// A live status line per story in a terminal: stage, round, tokens, cost, elapsed. Events
+/// that matter later (transitions, tests, commits, escalations) are printed above it.
+#[derive(Default)]
+struct Live {
+    key: String,
+    stage: String,
+    round: u32,
+    tokens: u64,
+    cost: f64,
+    started: Option<std::time::Instant>,
+}
+
+impl Live {
+    fn show(&mut self, e: &SprintEvent) {
+        let permanent = match e {
+            SprintEvent::Stage {
+                key,
+                stage,
+                round,
+                agent,
+            } => {
+                if *key != self.key {
+                    *self = Live {
+                        key: key.clone(),
+                        started: Some(std::time::Instant::now()),
+                        ..Live::default()
+                    };
+                }
+                self.stage = format!("{stage} ({agent})");
+                self.round = *round;
+                false
+            }
+            SprintEvent::Agent {
+                inner:
+                    baton_agent::runner::AgentEvent::Usage {
+                        usage, cost_usd, ..
+                    },
+            } => {
+                self.tokens += usage.total_input() + usage.output_tokens;
+                self.cost += cost_usd;
+                false
+            }
+            SprintEvent::Agent {
+                inner: baton_agent::runner::AgentEvent::ToolCall { tool, .. },
+            } => {
+                self.stage = format!(
+                    "{} · {tool}",
+                    self.stage.split(" · ").next().unwrap_or_default()
+                );
+                false
+            }
+            SprintEvent::Agent { .. } => false,
+            _ => true,
+        };
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K");
+        if permanent {
+            let _ = err.flush();
+            drop(err);
+            print_event(e);
+            err = std::io::stderr().lock();
+        }
+        if !self.key.is_empty() && !matches!(e, SprintEvent::StoryFinished { .. }) {
+            let secs = self.started.map_or(0, |s| s.elapsed().as_secs());
+            let _ = write!(
+                err,
+                "[{}] {} · round {} · {} tokens · ${:.4} · {}:{:02}",
+                self.key,
+                self.stage,
+                self.round.max(1),
+                self.tokens,
+                self.cost,
+                secs / 60,
+                secs % 60
+            );
+        }
+        let _ = err.flush();
+    }
+}
+
 /// Runs the sprint for `root` and returns the report (also used by `baton demo`).
 pub fn run_sprint(
     root: &Path,
@@ -213,10 +293,15 @@ pub fn run_sprint(
         Mode::Standard
     };
     let json = args.json;
+    let live = (!json && std::io::stderr().is_terminal()).then(|| Mutex::new(Live::default()));
     let emit: Arc<dyn Fn(&SprintEvent) + Send + Sync> = Arc::new(move |e: &SprintEvent| {
         if json {
             if let Ok(line) = serde_json::to_string(e) {
                 println!("{line}");
+            }
+        } else if let Some(live) = &live {
+            if let Ok(mut l) = live.lock() {
+                l.show(e);
             }
         } else {
             print_event(e);
