@@ -33,7 +33,8 @@
 //!
 //! Run with `cargo bench -p baton-engine --bench loop`. `BATON_LOOP_EPICS` and
 //! `BATON_LOOP_STORIES_PER_EPIC` change the size; `BATON_LOOP_VARIANTS` (comma-separated:
-//! `disk`, `tmpfs`) picks the variants.
+//! `disk`, `tmpfs`) picks the variants; `BATON_LOOP_NO_GIT_TRACE=1` runs without the git trace
+//! (to check that tracing costs nothing measurable; no git figures are printed then).
 
 #![allow(
     clippy::unwrap_used,
@@ -114,9 +115,12 @@ fn parent() {
     for v in variants {
         let trace_dir = tempfile::tempdir().expect("trace dir");
         let trace = trace_dir.path().join("git-trace2.jsonl");
-        let out = Command::new(&exe)
-            .env(CHILD_ENV, v)
-            .env(TRACE_ENV, &trace)
+        let mut cmd = Command::new(&exe);
+        cmd.env(CHILD_ENV, v).env_remove(TRACE_ENV);
+        if std::env::var_os("BATON_LOOP_NO_GIT_TRACE").is_none() {
+            cmd.env(TRACE_ENV, &trace);
+        }
+        let out = cmd
             .stdin(Stdio::null())
             .stderr(Stdio::inherit())
             .output()
@@ -419,7 +423,7 @@ fn make_project(root: &Path, epics: usize, per: usize) {
 #[derive(Default)]
 struct Recorder {
     last: Option<Instant>,
-    spans: BTreeMap<&'static str, (u64, Duration)>,
+    spans: BTreeMap<String, (u64, Duration)>,
     story_ends: Vec<Instant>,
     transitions: u64,
     commits: u64,
@@ -430,7 +434,7 @@ struct Recorder {
 }
 
 impl Recorder {
-    fn mark(&mut self, label: &'static str) {
+    fn mark(&mut self, label: String) {
         let now = Instant::now();
         if let Some(last) = self.last {
             let e = self.spans.entry(label).or_default();
@@ -442,66 +446,75 @@ impl Recorder {
 
     fn sprint(&mut self, e: &SprintEvent) {
         let label = match e {
-            SprintEvent::RunStarted { .. } => "run_started",
-            SprintEvent::Stage { .. } => "stage",
-            SprintEvent::Transition { .. } => {
+            SprintEvent::RunStarted { .. } => "run_started".to_owned(),
+            SprintEvent::Stage { stage, .. } => format!("stage {stage}"),
+            SprintEvent::Transition { key, to, .. } => {
                 self.transitions += 1;
-                "transition"
+                if key.starts_with("epic-") {
+                    format!("transition epic {to}")
+                } else {
+                    format!("transition {to}")
+                }
             }
             SprintEvent::Tests { .. } => {
                 self.tests += 1;
-                "tests"
+                "tests".to_owned()
             }
             SprintEvent::Commit { .. } => {
                 self.commits += 1;
-                "commit"
+                "commit".to_owned()
             }
-            SprintEvent::Escalation { .. } => "escalation",
+            SprintEvent::Escalation { .. } => "escalation".to_owned(),
             SprintEvent::StoryFinished { .. } => {
                 self.story_ends.push(Instant::now());
-                "story_finished"
+                "story_finished".to_owned()
             }
-            SprintEvent::Agent { .. } => "agent",
+            SprintEvent::Agent { .. } => "agent".to_owned(),
         };
         self.mark(label);
     }
 
     fn agent(&mut self, e: &AgentEvent) {
         let label = match e {
-            AgentEvent::Started { .. } => {
+            AgentEvent::Started { agent, .. } => {
                 self.agent_runs += 1;
-                "agent_started"
+                format!("agent_started {agent}")
             }
-            AgentEvent::Turn { .. } => {
+            AgentEvent::Turn { turn, .. } => {
                 self.turns += 1;
-                "turn"
+                format!("turn {}", (*turn).min(3))
             }
             AgentEvent::ToolCall { .. } => {
                 self.tool_calls += 1;
-                "tool_call"
+                "tool_call".to_owned()
             }
-            AgentEvent::Refused { .. } => "refused",
-            AgentEvent::Usage { .. } => "usage",
-            AgentEvent::BudgetWarning { .. } => "budget_warning",
-            AgentEvent::Finished { .. } => "agent_finished",
+            AgentEvent::Refused { .. } => "refused".to_owned(),
+            AgentEvent::Usage { .. } => "usage".to_owned(),
+            AgentEvent::BudgetWarning { .. } => "budget_warning".to_owned(),
+            AgentEvent::Finished { agent, .. } => format!("agent_finished {agent}"),
         };
         self.mark(label);
     }
 }
 
-/// What the interval ending at each event contains.
+/// What the interval ending at each event contains (by label prefix).
 const LEGEND: &[(&str, &str)] = &[
     (
+        "stage review",
+        "loop top (journal queries, sprint-file refresh) + baseline + git changed_files (4 git) + File List check",
+    ),
+    (
         "stage",
-        "loop top: escalation/step queries, sprint-file refresh; for review also baseline + git changed_files (~5 git)",
+        "loop top: escalation/step journal queries, sprint-file refresh, dispatch",
     ),
     (
         "agent_started",
-        "begin_step (journal), runner + toolbox build, transcript file, git snapshot (~6 git)",
+        "begin_step (journal), runner + toolbox build, transcript file, git snapshot (5 git)",
     ),
+    ("turn 1", "prompt and request set-up"),
     (
-        "turn",
-        "turn 1: prompt setup; turn 2: the previous turn's tool calls run (file writes, run_git_diff ~5 git)",
+        "turn 2",
+        "the turn-1 tool calls run (sm: write_file; dev: write + 2 edits; reviewer: run_git_diff, 4 git)",
     ),
     (
         "usage",
@@ -510,14 +523,29 @@ const LEGEND: &[(&str, &str)] = &[
     ("tool_call", "guard chain"),
     (
         "agent_finished",
-        "git changed-files after the run (~5 git), transcript",
+        "git changed-files after the run (4 git), transcript",
     ),
     ("tests", "end_step (journal) + the test command (`true`)"),
     (
-        "transition",
-        "end_step/relabel (journal), review parse + findings written to the story file, ledger transition (journal + sprint/story files, fsync); dev start: git head + baseline",
+        "transition in-progress",
+        "end_step (journal), git head (1 git) + baseline into the story file, ledger transition",
     ),
-    ("commit", "git add/diff/commit/rev-parse (4 git)"),
+    (
+        "transition done",
+        "end_step + relabel (journal), review parse, findings into the story file (fsync), ledger transition",
+    ),
+    (
+        "transition epic",
+        "none: emitted right after the story's own transition",
+    ),
+    (
+        "transition",
+        "end_step (journal), story-file check, ledger transition (journal + sprint/story files, fsync)",
+    ),
+    (
+        "commit",
+        "git add/diff --cached/commit/rev-parse (4 git + git's own `maintenance run --auto`)",
+    ),
     (
         "story_finished",
         "loop top finding `done` + final status read",
@@ -696,6 +724,8 @@ fn child(variant: &str) {
             story_timeout: Duration::from_secs(7200),
             run_timeout: Duration::from_secs(28_800),
             loop_limit: 5,
+            // The loop measured is create → dev → tests → review → done.
+            retrospective: false,
         },
         run_id,
         on_event: Some(Arc::new(move |e| sprint_rec.lock().unwrap().sprint(e))),
@@ -815,18 +845,18 @@ fn child(variant: &str) {
 
     println!("\ntime between events, by the event ending the interval:");
     println!(
-        "{:<16} {:>7} {:>9} {:>8} {:>6}  contains",
+        "{:<30} {:>6} {:>8} {:>8} {:>6}  contains",
         "interval", "count", "total s", "mean ms", "share"
     );
     let mut spans: Vec<_> = rec.spans.iter().collect();
-    spans.sort_by(|a, b| b.1.1.cmp(&a.1.1));
+    spans.sort_by_key(|s| std::cmp::Reverse(s.1.1));
     for (label, (count, d)) in spans {
         let legend = LEGEND
             .iter()
-            .find(|(l, _)| l == label)
+            .find(|(l, _)| label.starts_with(l))
             .map_or("", |(_, t)| t);
         println!(
-            "{:<16} {:>7} {:>9.2} {:>8.2} {:>5.1}%  {legend}",
+            "{:<30} {:>6} {:>8.2} {:>8.2} {:>5.1}%  {legend}",
             label,
             count,
             d.as_secs_f64(),
