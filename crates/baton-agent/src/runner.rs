@@ -354,10 +354,19 @@ impl Runner {
                 .client
                 .chat(&request, &mut sink, &self.ctx.cancel)
                 .await;
+            // What the stream had cost when it was stopped: the provider's usage arrives last, so
+            // a stopped stream is accounted from the same estimate that stopped it.
+            let mut stopped_at = known;
+            stopped_at.output_tokens = stopped_at.output_tokens.max((streamed_chars / 4) as u64);
             let response = match result {
                 Ok(r) => r,
                 Err(LlmError::Aborted { reason, partial }) => {
-                    self.account(def, &partial.usage, st, transcript);
+                    let usage = if partial.usage == Usage::default() {
+                        stopped_at
+                    } else {
+                        partial.usage
+                    };
+                    self.account(def, &usage, st, transcript);
                     st.summary = partial.text.clone();
                     transcript.write(
                         "aborted",

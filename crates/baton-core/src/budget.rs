@@ -60,7 +60,7 @@ impl BudgetLimits {
             && s.usd >= hard
         {
             return BudgetState::Exhausted(format!(
-                "hard budget of ${hard:.2} reached (spent ${:.4})",
+                "hard budget of ${hard} reached (spent ${:.4})",
                 s.usd
             ));
         }
@@ -84,7 +84,7 @@ impl BudgetLimits {
             && s.usd >= warn
         {
             return BudgetState::Warn(format!(
-                "spent ${:.4}, past the warning line of ${warn:.2}",
+                "spent ${:.4}, past the warning line of ${warn}",
                 s.usd
             ));
         }

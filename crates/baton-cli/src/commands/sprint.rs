@@ -267,9 +267,19 @@ pub fn run_sprint(
             root.display()
         );
     }
+    let interrupted = crate::project::journal(cfg)
+        .ok()
+        .and_then(|j| j.last_run("sprint").ok().flatten())
+        .filter(|r| r.ended_at.is_none());
     if !args.allow_dirty {
         let dirty = rt.block_on(git::dirty(root)).map_err(anyhow::Error::msg)?;
-        if !dirty.is_empty() {
+        if let (false, Some(prev)) = (dirty.is_empty(), &interrupted) {
+            // The uncommitted work is what the killed run left; the engine commits it first.
+            eprintln!(
+                "note: run {} was interrupted; its uncommitted work is kept and the sprint resumes",
+                prev.id
+            );
+        } else if !dirty.is_empty() {
             bail!(
                 "the working tree has uncommitted changes ({}{}); commit or stash them, or pass --allow-dirty",
                 dirty.iter().take(5).cloned().collect::<Vec<_>>().join(", "),

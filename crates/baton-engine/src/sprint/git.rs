@@ -34,14 +34,15 @@ pub async fn is_repo(root: &Path) -> bool {
         .is_ok_and(|o| o.trim() == "true")
 }
 
-/// Changed or untracked paths, baton's own state excluded.
+/// Changed or untracked paths, baton's own state excluded (and temp files a killed baton
+/// writer left, which the next run sweeps).
 pub async fn dirty(root: &Path) -> Result<Vec<String>, String> {
     let out = git(root, &["status", "--porcelain", "--untracked-files=all"]).await?;
     Ok(out
         .lines()
         .filter_map(|l| l.get(3..))
         .map(str::to_owned)
-        .filter(|p| !p.starts_with(".baton/"))
+        .filter(|p| !p.starts_with(".baton/") && !p.contains(".baton-tmp-"))
         .collect())
 }
 
@@ -53,10 +54,29 @@ pub async fn head(root: &Path) -> Option<String> {
         .map(|s| s.trim().to_owned())
 }
 
+/// HEAD's subject line, if there is a commit.
+pub async fn head_subject(root: &Path) -> Option<String> {
+    git(root, &["log", "-1", "--format=%s"])
+        .await
+        .ok()
+        .map(|s| s.trim().to_owned())
+}
+
 /// Commits everything (baton's `.baton/` is ignored by its own `.gitignore`) with `message`.
 /// Returns the new commit, or `None` when there was nothing to commit.
 pub async fn commit_all(root: &Path, message: &str) -> Result<Option<String>, String> {
-    git(root, &["add", "-A", "--", ".", ":(exclude).baton"]).await?;
+    git(
+        root,
+        &[
+            "add",
+            "-A",
+            "--",
+            ".",
+            ":(exclude).baton",
+            ":(exclude,glob)**/.*.baton-tmp-*",
+        ],
+    )
+    .await?;
     let staged = git(root, &["diff", "--cached", "--name-only"]).await?;
     if staged.trim().is_empty() {
         return Ok(None);

@@ -394,7 +394,9 @@ impl SprintEngine {
         let used = self
             .steps(key)
             .iter()
-            .filter(|s| s.stage == "fix" && s.outcome.is_some())
+            .filter(|s| {
+                s.stage == "fix" && !matches!(s.outcome.as_deref(), None | Some("agent-done"))
+            })
             .count() as u32;
         let granted = self
             .escalations(key)
@@ -415,10 +417,13 @@ impl SprintEngine {
             .rev()
             .find(|s| s.outcome.is_some())
             .is_some_and(|s| {
-                matches!(
-                    s.outcome.as_deref(),
-                    Some("changes-requested" | "tests-failed" | "verification-failed")
-                )
+                // A fix step that completed while the story stayed in-progress was interrupted
+                // before its tests confirmed it: it is still a fix.
+                s.stage == "fix"
+                    || matches!(
+                        s.outcome.as_deref(),
+                        Some("changes-requested" | "tests-failed" | "verification-failed")
+                    )
             })
     }
 
@@ -553,7 +558,13 @@ impl SprintEngine {
         run.report.output_tokens += outcome.usage.output_tokens;
         run.report.cost_usd += outcome.cost_usd;
         if let Some(id) = step_id {
-            self.end_step(id, outcome.status.as_str());
+            // A dev or fix step is settled by the orchestrator's own test run; until then it is
+            // only `agent-done`, so a run killed during the tests repeats the step, same round.
+            let label = match (stage, outcome.status) {
+                (Stage::Dev | Stage::Fix, AgentStatus::Completed) => "agent-done",
+                (_, status) => status.as_str(),
+            };
+            self.end_step(id, label);
         }
         outcome
     }
@@ -638,7 +649,25 @@ impl SprintEngine {
     }
 
     /// Acts on an answered escalation of `key`; returns an end if the answer ends the story.
-    fn apply_answer(&self, key: &str, run: &mut StoryRun) -> Result<Option<StoryEnd>, String> {
+    async fn apply_answer(
+        &self,
+        key: &str,
+        run: &mut StoryRun,
+    ) -> Result<Option<StoryEnd>, String> {
+        let mut pending_commit: Option<&str> = None;
+        let end = self.act_on_answers(key, run, &mut pending_commit)?;
+        if let Some(what) = pending_commit {
+            self.commit(key, what).await;
+        }
+        Ok(end)
+    }
+
+    fn act_on_answers(
+        &self,
+        key: &str,
+        run: &mut StoryRun,
+        pending_commit: &mut Option<&'static str>,
+    ) -> Result<Option<StoryEnd>, String> {
         let answered: Vec<EscalationRecord> = self
             .escalations(key)
             .into_iter()
@@ -663,10 +692,12 @@ impl SprintEngine {
                         true,
                     )?;
                     end = Some(StoryEnd::Done);
+                    *pending_commit = Some("done (accepted by a human)");
                 }
                 (_, STOP) => {
                     let why = format!("stopped by a human (escalation #{}: {})", e.id, e.title);
                     self.transition(key, Status::NeedsIntervention, Actor::Human, &why, false)?;
+                    *pending_commit = Some("stopped by a human");
                     end = Some(StoryEnd::NeedsIntervention(why));
                 }
                 (kind::CHECKPOINT, CONFIRM) => {
@@ -678,6 +709,7 @@ impl SprintEngine {
                         false,
                     )?;
                     end = Some(StoryEnd::Done);
+                    *pending_commit = Some("done (confirmed by a human)");
                 }
                 (kind::CHECKPOINT, _) => {
                     self.transition(
@@ -716,7 +748,7 @@ impl SprintEngine {
             if let BudgetState::Exhausted(why) = self.setup.budget.check(Default::default()) {
                 return Ok(StoryEnd::Stopped(format!("budget: {why}")));
             }
-            if let Some(end) = self.apply_answer(key, run)? {
+            if let Some(end) = self.apply_answer(key, run).await? {
                 return Ok(end);
             }
             if let Some(open) = self
@@ -892,6 +924,7 @@ impl SprintEngine {
                             continue;
                         }
                     }
+                    self.relabel_last_step(key, "completed");
                     self.transition(
                         key,
                         route.on_success,
@@ -1181,8 +1214,75 @@ impl SprintEngine {
         })
     }
 
+    /// Before a run: removes temp files killed writers left among the stories, and commits the
+    /// uncommitted work of a previous run that was killed, so its stages are kept, not lost.
+    async fn tidy_before(&self) {
+        for dir in [&self.settings.stories_dir] {
+            if let Ok(entries) = std::fs::read_dir(dir) {
+                for e in entries.flatten() {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if name.starts_with('.') && name.contains(".baton-tmp-") {
+                        let _ = std::fs::remove_file(e.path());
+                    }
+                }
+            }
+        }
+        let previous = self
+            .with_ledger(|l| l.journal().last_run("sprint").map_err(|e| e.to_string()))
+            .ok()
+            .flatten();
+        if let Some(prev) = previous.filter(|r| r.ended_at.is_none() && r.id != self.run_id) {
+            let message = self
+                .recovered_stage(&prev.id)
+                .await
+                .unwrap_or_else(|| format!("sprint: work of interrupted run {}", prev.id));
+            self.commit_message("-", message).await;
+            let _ = self.with_ledger(|l| {
+                l.journal_mut()
+                    .end_run(
+                        &prev.id,
+                        &Now::system().rfc3339,
+                        "cancelled",
+                        "interrupted; resumed by a later run",
+                    )
+                    .map_err(|e| e.to_string())
+            });
+        }
+    }
+
+    /// The stage commit a killed run owed: named after its last transition, unless HEAD already
+    /// is that commit (then the leftovers are a step's unfinished work).
+    async fn recovered_stage(&self, run_id: &str) -> Option<String> {
+        let events = self
+            .with_ledger(|l| {
+                l.journal()
+                    .events(&EventFilter::default())
+                    .map_err(|e| e.to_string())
+            })
+            .ok()?;
+        let last = events.iter().rev().find(|e| {
+            e.run_id.as_deref() == Some(run_id)
+                && matches!(baton_core::key::classify(&e.key), KeyKind::Story { .. })
+        })?;
+        let (used, _) = self.rounds(&last.key);
+        let what = match (last.from.as_deref().unwrap_or_default(), last.to.as_str()) {
+            ("backlog", _) => "create".to_owned(),
+            ("in-progress", "review") if used > 0 => format!("fix round {used}"),
+            ("in-progress", "review") => "dev".to_owned(),
+            ("review", "done") => "review passed".to_owned(),
+            ("e2e-verify", "done") => "verified".to_owned(),
+            ("review" | "e2e-verify", "in-progress") => format!("review round {}", used + 1),
+            _ => return None,
+        };
+        let short = last.key.split('-').take(2).collect::<Vec<_>>().join("-");
+        let message = format!("story({short}): {what}");
+        let head = git::head_subject(&self.settings.root).await;
+        (head.as_deref() != Some(message.as_str())).then_some(message)
+    }
+
     /// Runs the batch to its end.
     pub async fn run(&self) -> SprintReport {
+        self.tidy_before().await;
         let started = Now::system().rfc3339;
         let _ = self.with_ledger(|l| {
             l.journal_mut()
@@ -1197,6 +1297,23 @@ impl SprintEngine {
                 .map_err(|e| e.to_string())
         });
         let report = self.run_batch().await;
+        // Whatever the end, leave nothing of baton's uncommitted (escalation log, review
+        // findings, a needs-intervention status), so the next `baton sprint` starts clean.
+        let short = report.reason.lines().next().unwrap_or_default();
+        self.commit_message(
+            "-",
+            format!(
+                "sprint: run {} {}{}",
+                self.run_id,
+                report.end.as_str(),
+                if short.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {short}")
+                }
+            ),
+        )
+        .await;
         let _ = self.with_ledger(|l| {
             l.journal_mut()
                 .end_run(
@@ -1300,6 +1417,7 @@ impl SprintEngine {
                     (None, Some("interrupted".to_owned()))
                 }
                 StoryEnd::Paused(esc) => {
+                    report.skipped += 1;
                     report.escalation = Some((*esc).clone());
                     (
                         Some((

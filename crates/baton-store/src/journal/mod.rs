@@ -253,6 +253,8 @@ pub trait Journal {
     ) -> Result<(), JournalError>;
     /// Looks a run up.
     fn run(&self, id: &str) -> Result<Option<RunRecord>, JournalError>;
+    /// The newest run of `kind`, if any.
+    fn last_run(&self, kind: &str) -> Result<Option<RunRecord>, JournalError>;
     /// Records a step; returns its id.
     fn begin_step(&mut self, step: &StepRecord) -> Result<i64, JournalError>;
     /// Finishes a step with an outcome.

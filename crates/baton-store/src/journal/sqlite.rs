@@ -455,6 +455,18 @@ impl Journal for SqliteJournal {
         })
     }
 
+    fn last_run(&self, kind: &str) -> Result<Option<RunRecord>, JournalError> {
+        self.conn
+            .query_row(
+                "SELECT id, kind, started_at, ended_at, status, reason FROM runs
+                 WHERE kind = ?1 ORDER BY started_at DESC, rowid DESC LIMIT 1",
+                [kind],
+                run_from_row,
+            )
+            .optional()
+            .map_err(self.err())
+    }
+
     fn run(&self, id: &str) -> Result<Option<RunRecord>, JournalError> {
         self.conn
             .query_row(
