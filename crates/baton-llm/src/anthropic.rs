@@ -11,6 +11,7 @@
 
 use crate::client::{BoxFuture, ModelClient, StreamSink};
 use crate::error::LlmError;
+use crate::retry::Endpoint;
 use crate::retry::{Failure, Flow, HttpCall, RetryPolicy, StreamDecoder, emit};
 use crate::sse::SseEvent;
 use crate::types::{ChatRequest, ChatResponse, Message, StopReason, StreamEvent, ToolCall, Usage};
@@ -25,23 +26,9 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// A client for the Anthropic Messages API (or a server speaking it).
+#[derive(Debug)]
 pub struct AnthropicClient {
-    name: String,
-    base_url: String,
-    api_key: Option<String>,
-    http: reqwest::Client,
-    policy: RetryPolicy,
-}
-
-impl std::fmt::Debug for AnthropicClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AnthropicClient")
-            .field("name", &self.name)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("policy", &self.policy)
-            .finish_non_exhaustive()
-    }
+    ep: Endpoint,
 }
 
 impl AnthropicClient {
@@ -52,32 +39,26 @@ impl AnthropicClient {
         base_url: impl Into<String>,
         api_key: Option<String>,
     ) -> Result<AnthropicClient, LlmError> {
-        let name = name.into();
-        let base_url = base_url.into().trim_end_matches('/').to_owned();
-        let http = crate::retry::http_client(&name, &base_url)?;
         Ok(AnthropicClient {
-            name,
-            base_url,
-            api_key: api_key.filter(|k| !k.is_empty()),
-            http,
-            policy: RetryPolicy::default(),
+            ep: Endpoint::new(name.into(), base_url.into(), api_key)?,
         })
     }
 
     /// Replaces the retry policy (attempts, backoff, timeout).
     pub fn with_retry_policy(mut self, policy: RetryPolicy) -> AnthropicClient {
-        self.policy = policy;
+        self.ep.policy = policy;
         self
     }
 
     fn request(&self, body: &Value) -> reqwest::RequestBuilder {
         let mut request = self
+            .ep
             .http
-            .post(format!("{}/v1/messages", self.base_url))
+            .post(format!("{}/v1/messages", self.ep.base_url))
             .header("anthropic-version", ANTHROPIC_VERSION)
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .json(body);
-        if let Some(key) = &self.api_key {
+        if let Some(key) = &self.ep.api_key {
             request = request.header("x-api-key", key);
         }
         request
@@ -94,11 +75,11 @@ impl ModelClient for AnthropicClient {
         Box::pin(async move {
             let body = request_body(request);
             let call = HttpCall {
-                provider: &self.name,
-                policy: &self.policy,
-                secret: self.api_key.as_deref(),
+                provider: &self.ep.name,
+                policy: &self.ep.policy,
+                secret: self.ep.api_key.as_deref(),
                 build: || self.request(&body),
-                decoder: || AnthropicDecoder::new(&self.name),
+                decoder: || AnthropicDecoder::new(&self.ep.name),
             };
             call.run(sink, cancel).await
         })

@@ -9,8 +9,8 @@
 
 use crate::client::{BoxFuture, ModelClient, StreamSink};
 use crate::error::LlmError;
+use crate::retry::{Endpoint, HttpCall, RetryPolicy, emit};
 use crate::retry::{Failure, Flow, StreamDecoder};
-use crate::retry::{HttpCall, RetryPolicy, emit};
 use crate::sse::SseEvent;
 use crate::types::{ChatRequest, ChatResponse, Message, StopReason, StreamEvent, ToolCall, Usage};
 use serde_json::{Map, Value, json};
@@ -18,23 +18,9 @@ use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
 
 /// A client for one OpenAI-compatible endpoint.
+#[derive(Debug)]
 pub struct OpenAiClient {
-    name: String,
-    base_url: String,
-    api_key: Option<String>,
-    http: reqwest::Client,
-    policy: RetryPolicy,
-}
-
-impl std::fmt::Debug for OpenAiClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiClient")
-            .field("name", &self.name)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("policy", &self.policy)
-            .finish_non_exhaustive()
-    }
+    ep: Endpoint,
 }
 
 impl OpenAiClient {
@@ -45,31 +31,25 @@ impl OpenAiClient {
         base_url: impl Into<String>,
         api_key: Option<String>,
     ) -> Result<OpenAiClient, LlmError> {
-        let name = name.into();
-        let base_url = base_url.into().trim_end_matches('/').to_owned();
-        let http = crate::retry::http_client(&name, &base_url)?;
         Ok(OpenAiClient {
-            name,
-            base_url,
-            api_key: api_key.filter(|k| !k.is_empty()),
-            http,
-            policy: RetryPolicy::default(),
+            ep: Endpoint::new(name.into(), base_url.into(), api_key)?,
         })
     }
 
     /// Replaces the retry policy (attempts, backoff, timeout).
     pub fn with_retry_policy(mut self, policy: RetryPolicy) -> OpenAiClient {
-        self.policy = policy;
+        self.ep.policy = policy;
         self
     }
 
     fn request(&self, body: &Value) -> reqwest::RequestBuilder {
         let mut request = self
+            .ep
             .http
-            .post(format!("{}/chat/completions", self.base_url))
+            .post(format!("{}/chat/completions", self.ep.base_url))
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .json(body);
-        if let Some(key) = &self.api_key {
+        if let Some(key) = &self.ep.api_key {
             request = request.bearer_auth(key);
         }
         request
@@ -86,11 +66,11 @@ impl ModelClient for OpenAiClient {
         Box::pin(async move {
             let body = request_body(request);
             let call = HttpCall {
-                provider: &self.name,
-                policy: &self.policy,
-                secret: self.api_key.as_deref(),
+                provider: &self.ep.name,
+                policy: &self.ep.policy,
+                secret: self.ep.api_key.as_deref(),
                 build: || self.request(&body),
-                decoder: || OpenAiDecoder::new(&self.name),
+                decoder: || OpenAiDecoder::new(&self.ep.name),
             };
             call.run(sink, cancel).await
         })

@@ -145,6 +145,45 @@ fn install_crypto_provider() {
     });
 }
 
+/// What every HTTP provider client holds: its name (for messages), base URL, API key (never
+/// printed: `Debug` redacts it), HTTP client and retry policy.
+pub(crate) struct Endpoint {
+    pub(crate) name: String,
+    pub(crate) base_url: String,
+    pub(crate) api_key: Option<String>,
+    pub(crate) http: reqwest::Client,
+    pub(crate) policy: RetryPolicy,
+}
+
+impl Endpoint {
+    pub(crate) fn new(
+        name: String,
+        base_url: String,
+        api_key: Option<String>,
+    ) -> Result<Endpoint, LlmError> {
+        let base_url = base_url.trim_end_matches('/').to_owned();
+        let http = http_client(&name, &base_url)?;
+        Ok(Endpoint {
+            name,
+            base_url,
+            api_key: api_key.filter(|k| !k.is_empty()),
+            http,
+            policy: RetryPolicy::default(),
+        })
+    }
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("name", &self.name)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Builds the HTTP client of a provider. Loopback servers (Ollama, llama.cpp, the test mock)
 /// are reached directly, never through a proxy from the environment.
 pub(crate) fn http_client(provider: &str, base_url: &str) -> Result<reqwest::Client, LlmError> {
