@@ -529,6 +529,7 @@ struct RunState {
 /// The working tree before a run: HEAD and the content of files already changed.
 struct Snapshot {
     head: Option<String>,
+    prefix: Option<String>,
     dirty: BTreeMap<String, Option<u64>>,
 }
 
@@ -543,18 +544,34 @@ fn content_hash(path: &Path) -> Option<u64> {
 impl Snapshot {
     async fn take(root: &Path) -> Snapshot {
         let head = git::head(root).await;
+        let prefix = git::prefix(root).await.ok();
         let mut dirty = BTreeMap::new();
-        if let Ok(files) = git::changed_files(root, head.as_deref()).await {
+        if let Some(p) = &prefix
+            && let Ok(files) = git::status_files(root, p).await
+        {
             for f in files {
                 let hash = content_hash(&root.join(&f));
                 dirty.insert(f, hash);
             }
         }
-        Snapshot { head, dirty }
+        Snapshot {
+            head,
+            prefix,
+            dirty,
+        }
     }
 
     async fn changed_since(&self, root: &Path) -> Vec<String> {
-        let Ok(now) = git::changed_files(root, self.head.as_deref()).await else {
+        // Two git calls when the agent did not commit (the usual case), four when it did.
+        let Some(prefix) = &self.prefix else {
+            return Vec::new(); // not a git repository
+        };
+        let now = if git::head(root).await == self.head {
+            git::status_files(root, prefix).await
+        } else {
+            git::changed_files(root, self.head.as_deref()).await
+        };
+        let Ok(now) = now else {
             return Vec::new();
         };
         let mut changed: Vec<String> = now

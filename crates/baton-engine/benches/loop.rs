@@ -509,7 +509,7 @@ const LEGEND: &[(&str, &str)] = &[
     ),
     (
         "agent_started",
-        "begin_step (journal), runner + toolbox build, transcript file, git snapshot (5 git)",
+        "begin_step (journal), runner + toolbox build, transcript file, git snapshot (3 git)",
     ),
     ("turn 1", "prompt and request set-up"),
     (
@@ -523,7 +523,7 @@ const LEGEND: &[(&str, &str)] = &[
     ("tool_call", "guard chain"),
     (
         "agent_finished",
-        "git changed-files after the run (4 git), transcript",
+        "git status after the run (2 git), transcript",
     ),
     ("tests", "end_step (journal) + the test command (`true`)"),
     (

@@ -124,6 +124,46 @@ fn split_nul(s: &str) -> impl Iterator<Item = String> + '_ {
     s.split('\0').filter(|p| !p.is_empty()).map(str::to_owned)
 }
 
+/// `root`'s path inside its repository (`app/` when the project is a subdirectory, else empty).
+pub async fn prefix(root: &Path) -> Result<String, String> {
+    Ok(git(root, &["rev-parse", "--show-prefix"])
+        .await?
+        .trim()
+        .to_owned())
+}
+
+/// Files changed against HEAD plus untracked ones, relative to `root` (whose [`prefix`] is
+/// given), in one git call: the cheap form of [`changed_files`] when the base is HEAD. Files
+/// outside `root` are left out. Fails outside a repository.
+pub async fn status_files(root: &Path, prefix: &str) -> Result<Vec<String>, String> {
+    let out = git(
+        root,
+        &[
+            "status",
+            "--porcelain",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--",
+            ".",
+        ],
+    )
+    .await?;
+    // Porcelain paths are relative to the repository's top level.
+    let mut files: Vec<String> = split_nul(&out)
+        .filter_map(|record| {
+            record
+                .get(3..)
+                .and_then(|p| p.strip_prefix(prefix))
+                .map(str::to_owned)
+        })
+        .filter(|p| !p.is_empty())
+        .collect();
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
 /// Files changed against `base` (default: the merge-base with main/master/origin/HEAD, or HEAD):
 /// tracked changes, committed or not (including deletions and both sides of renames), plus
 /// untracked files that are not ignored; root-relative, sorted and deduplicated.

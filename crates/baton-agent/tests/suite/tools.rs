@@ -989,3 +989,53 @@ async fn run_command_hides_the_variables_it_is_told_to_remove() {
     .await;
     assert!(!hidden.content.contains(&home), "{}", hidden.content);
 }
+
+#[tokio::test]
+async fn status_files_agrees_with_changed_files_against_head() {
+    use baton_agent::tools::git::{changed_files, head, prefix, status_files};
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path();
+    let run = |dir: &std::path::Path, args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    run(repo, &["init", "-q"]);
+    std::fs::create_dir_all(repo.join("app/src")).unwrap();
+    std::fs::write(repo.join("outside.txt"), "o").unwrap();
+    std::fs::write(repo.join("app/keep.rs"), "k").unwrap();
+    std::fs::write(repo.join("app/gone.rs"), "g").unwrap();
+    run(repo, &["add", "."]);
+    run(repo, &["commit", "-qm", "base"]);
+    std::fs::write(repo.join("outside.txt"), "changed outside the root").unwrap();
+    std::fs::write(repo.join("app/keep.rs"), "changed").unwrap();
+    std::fs::remove_file(repo.join("app/gone.rs")).unwrap();
+    std::fs::write(repo.join("app/src/new.rs"), "n").unwrap();
+    for root in [repo.to_path_buf(), repo.join("app")] {
+        let h = head(&root).await;
+        let slow = changed_files(&root, h.as_deref()).await.unwrap();
+        let p = prefix(&root).await.unwrap();
+        let fast = status_files(&root, &p).await.unwrap();
+        assert_eq!(fast, slow, "root {}", root.display());
+    }
+    let app = repo.join("app");
+    let p = prefix(&app).await.unwrap();
+    assert_eq!(p, "app/");
+    assert_eq!(
+        status_files(&app, &p).await.unwrap(),
+        ["gone.rs", "keep.rs", "src/new.rs"]
+    );
+}
