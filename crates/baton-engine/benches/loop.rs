@@ -464,6 +464,7 @@ impl Recorder {
                 self.commits += 1;
                 "commit".to_owned()
             }
+            SprintEvent::CommitFailed { .. } => "commit_failed".to_owned(),
             SprintEvent::Escalation { .. } => "escalation".to_owned(),
             SprintEvent::StoryFinished { .. } => {
                 self.story_ends.push(Instant::now());

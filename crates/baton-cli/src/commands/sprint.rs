@@ -144,6 +144,13 @@ fn print_event(e: &SprintEvent) {
             eprintln!("[{key}] tests {}", if *passed { "pass" } else { "FAIL" });
         }
         SprintEvent::Commit { key, message } => eprintln!("[{key}] commit: {message}"),
+        SprintEvent::CommitFailed {
+            key,
+            message,
+            error,
+        } => {
+            eprintln!("[{key}] warning: could not commit `{message}`: {error}");
+        }
         SprintEvent::Escalation { escalation } => {
             eprintln!(
                 "[{}] escalation #{}: {}",

@@ -5,7 +5,23 @@ use std::path::Path;
 use std::process::Stdio;
 use tokio::process::Command;
 
+/// Runs git, waiting (up to 10 s) while another git process holds the index lock: a process
+/// killed mid-commit can leave its git child running for a moment after it died.
 async fn git(root: &Path, args: &[&str]) -> Result<String, String> {
+    let mut waited = std::time::Duration::ZERO;
+    loop {
+        match git_once(root, args).await {
+            Err(e) if e.contains("index.lock") && waited < std::time::Duration::from_secs(10) => {
+                let pause = std::time::Duration::from_millis(50);
+                tokio::time::sleep(pause).await;
+                waited += pause;
+            }
+            other => return other,
+        }
+    }
+}
+
+async fn git_once(root: &Path, args: &[&str]) -> Result<String, String> {
     let out = Command::new("git")
         .arg("-C")
         .arg(root)

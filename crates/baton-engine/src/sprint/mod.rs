@@ -115,6 +115,15 @@ pub enum SprintEvent {
         /// Message.
         message: String,
     },
+    /// A stage could not be committed (its work stays in the tree for the next commit).
+    CommitFailed {
+        /// Story.
+        key: String,
+        /// The intended message.
+        message: String,
+        /// Why.
+        error: String,
+    },
     /// A human is needed.
     Escalation {
         /// Escalation.
@@ -376,11 +385,18 @@ impl SprintEngine {
     }
 
     async fn commit_message(&self, key: &str, message: String) {
-        if let Ok(Some(_)) = git::commit_all(&self.settings.root, &message).await {
-            self.emit(SprintEvent::Commit {
+        match git::commit_all(&self.settings.root, &message).await {
+            Ok(Some(_)) => self.emit(SprintEvent::Commit {
                 key: key.to_owned(),
                 message,
-            });
+            }),
+            Ok(None) => {}
+            // The work stays in the tree and goes into the next commit; say so.
+            Err(e) => self.emit(SprintEvent::CommitFailed {
+                key: key.to_owned(),
+                message,
+                error: e,
+            }),
         }
     }
 
