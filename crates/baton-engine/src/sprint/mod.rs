@@ -864,6 +864,41 @@ impl SprintEngine {
                             false,
                         )?;
                     }
+                    // A dev or fix step already settled `completed` while the story is still
+                    // in-progress was killed between its passing tests and its transition: the
+                    // step is done; only the check and the transition are owed.
+                    if status == Status::InProgress && self.last_step_settled(key) {
+                        let passed = match &self.settings.test_command {
+                            Some(cmd) => {
+                                checks::run_tests(
+                                    &self.settings.root,
+                                    cmd,
+                                    self.settings.test_timeout,
+                                )
+                                .await
+                                .passed
+                            }
+                            None => true,
+                        };
+                        if passed {
+                            let what = if used > 0 {
+                                format!("fix round {used}")
+                            } else {
+                                "dev".to_owned()
+                            };
+                            self.transition(
+                                key,
+                                route.on_success,
+                                Actor::Developer,
+                                "implementation complete, tests pass",
+                                false,
+                            )?;
+                            self.commit(key, &what).await;
+                        } else {
+                            self.relabel_last_step(key, "tests-failed");
+                        }
+                        continue;
+                    }
                     let fix = route.stage == Stage::Fix;
                     let round = used + 1;
                     if fix && used >= self.settings.max_review_rounds + granted {
@@ -1165,6 +1200,17 @@ impl SprintEngine {
             self.commit_message(&retro, format!("epic({epic}): retrospective"))
                 .await;
         }
+    }
+
+    /// Whether the newest settled step of `key` is a dev or fix step whose tests passed.
+    fn last_step_settled(&self, key: &str) -> bool {
+        self.steps(key)
+            .iter()
+            .rev()
+            .find(|s| s.outcome.is_some())
+            .is_some_and(|s| {
+                (s.stage == "dev" || s.stage == "fix") && s.outcome.as_deref() == Some("completed")
+            })
     }
 
     fn last_outcome_is(&self, key: &str, outcome: &str) -> bool {
