@@ -1333,7 +1333,29 @@ impl SprintEngine {
             ("in-progress", "review") => "dev".to_owned(),
             ("review", "done") => "review passed".to_owned(),
             ("e2e-verify", "done") => "verified".to_owned(),
-            ("review" | "e2e-verify", "in-progress") => format!("review round {}", used + 1),
+            ("review" | "e2e-verify", "in-progress") => {
+                let steps = self.steps(&last.key);
+                // If a fix step settled after the review, the tree holds its work, not the
+                // review's: that is the next stage's to commit.
+                if steps
+                    .iter()
+                    .rev()
+                    .find(|s| s.outcome.is_some())
+                    .is_some_and(|s| s.stage == "fix" || s.stage == "dev")
+                {
+                    return None;
+                }
+                let n = steps
+                    .iter()
+                    .filter(|s| {
+                        matches!(
+                            s.outcome.as_deref(),
+                            Some("changes-requested" | "verification-failed")
+                        )
+                    })
+                    .count();
+                format!("review round {n}")
+            }
             _ => return None,
         };
         let short = last.key.split('-').take(2).collect::<Vec<_>>().join("-");
