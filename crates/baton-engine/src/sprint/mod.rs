@@ -606,6 +606,18 @@ impl SprintEngine {
         }
     }
 
+    /// Moves the story to needs-intervention with `why` and ends it there.
+    fn intervene(&self, key: &str, why: String) -> Result<StoryEnd, String> {
+        self.transition(
+            key,
+            Status::NeedsIntervention,
+            Actor::Orchestrator,
+            &why,
+            false,
+        )?;
+        Ok(StoryEnd::NeedsIntervention(why))
+    }
+
     /// Maps an agent run that did not complete to the story's end.
     fn unfinished(&self, key: &str, o: &Outcome) -> Result<StoryEnd, String> {
         let reason = o
@@ -641,25 +653,11 @@ impl SprintEngine {
             AgentStatus::Halted => {
                 let _ = story::add_halt(&self.story_path(key), &reason);
                 let why = format!("HALT: {reason}");
-                self.transition(
-                    key,
-                    Status::NeedsIntervention,
-                    Actor::Orchestrator,
-                    &why,
-                    false,
-                )?;
-                Ok(StoryEnd::NeedsIntervention(why))
+                self.intervene(key, why)
             }
             _ => {
                 let why = format!("{} {}: {reason}", o.agent, o.status.as_str());
-                self.transition(
-                    key,
-                    Status::NeedsIntervention,
-                    Actor::Orchestrator,
-                    &why,
-                    false,
-                )?;
-                Ok(StoryEnd::NeedsIntervention(why))
+                self.intervene(key, why)
             }
         }
     }
@@ -814,14 +812,7 @@ impl SprintEngine {
                     }
                     if !story_path.is_file() {
                         let why = format!("{} finished without writing `{story_rel}`", route.agent);
-                        self.transition(
-                            key,
-                            Status::NeedsIntervention,
-                            Actor::Orchestrator,
-                            &why,
-                            false,
-                        )?;
-                        return Ok(StoryEnd::NeedsIntervention(why));
+                        return self.intervene(key, why);
                     }
                     self.transition(
                         key,
