@@ -62,14 +62,6 @@ pub async fn dirty(root: &Path) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// HEAD's commit, if there is one.
-pub async fn head(root: &Path) -> Option<String> {
-    git(root, &["rev-parse", "--verify", "-q", "HEAD"])
-        .await
-        .ok()
-        .map(|s| s.trim().to_owned())
-}
-
 /// HEAD's subject line, if there is a commit.
 pub async fn head_subject(root: &Path) -> Option<String> {
     git(root, &["log", "-1", "--format=%s"])
@@ -112,5 +104,5 @@ pub async fn commit_all(root: &Path, message: &str) -> Result<Option<String>, St
         ],
     )
     .await?;
-    Ok(head(root).await)
+    Ok(baton_agent::tools::git::head(root).await)
 }

@@ -844,7 +844,8 @@ impl SprintEngine {
                 }
                 Stage::Dev | Stage::Fix => {
                     if status == Status::ReadyForDev {
-                        if let Some(head) = git::head(&self.settings.root).await {
+                        if let Some(head) = baton_agent::tools::git::head(&self.settings.root).await
+                        {
                             let _ = story::set_baseline(&story_path, &head);
                         }
                         self.transition(
