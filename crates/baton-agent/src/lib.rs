@@ -10,10 +10,13 @@ pub mod definition;
 pub mod discovery;
 pub mod guard;
 pub mod outcome;
+pub mod process;
 pub mod runner;
 pub mod sandbox;
 pub mod tools;
 pub mod transcript;
+pub mod worker;
+pub mod workspace;
 
 pub use definition::AgentDef;
 pub use outcome::Outcome;

@@ -10,13 +10,13 @@
 use crate::definition::AgentDef;
 use crate::guard::{GuardChain, Inspected, Verdict};
 use crate::outcome::{Outcome, Status, halt_reason};
-use crate::tools::{Escalation, ToolContext, Toolbox, git};
+use crate::tools::{Escalation, ToolContext, Toolbox};
 use crate::transcript::Transcript;
+use crate::workspace::Workspace;
 use baton_core::budget::{BudgetLimits, BudgetState, Spend};
 use baton_llm::pricing::{Price, cost_usd};
 use baton_llm::{ChatRequest, LlmError, Message, ModelClient, ModelSpec, StreamEvent, Usage};
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -176,6 +176,8 @@ pub struct Runner {
     pub guards: GuardChain,
     /// Tool context (root, sandbox, commands, cancellation).
     pub ctx: ToolContext,
+    /// The tree the agent works in (its changed files are computed there).
+    pub workspace: Arc<Workspace>,
     /// Directory for transcripts (`None`: no transcript).
     pub transcript_dir: Option<PathBuf>,
     /// Turn limit when the definition sets none.
@@ -215,7 +217,7 @@ impl Runner {
             Some(dir) => Transcript::create(dir, &def.name).unwrap_or_else(|_| Transcript::none()),
             None => Transcript::none(),
         };
-        let before = Snapshot::take(&self.ctx.root).await;
+        let before = self.workspace.snapshot().await;
         let mut state = RunState::default();
         self.emit(AgentEvent::Started {
             agent: def.name.clone(),
@@ -257,7 +259,7 @@ impl Runner {
                 Some(format!("no final answer within {} s", timeout.as_secs())),
             ),
         };
-        let files_changed = before.changed_since(&self.ctx.root).await;
+        let files_changed = self.workspace.changed_since(&before).await;
         let outcome = Outcome {
             agent: def.name.clone(),
             model: self.model.to_string(),
@@ -524,73 +526,4 @@ struct RunState {
     cost: f64,
     summary: String,
     escalation: Option<Escalation>,
-}
-
-/// The working tree before a run: HEAD and the content of files already changed.
-struct Snapshot {
-    head: Option<String>,
-    prefix: Option<String>,
-    dirty: BTreeMap<String, Option<u64>>,
-}
-
-fn content_hash(path: &Path) -> Option<u64> {
-    use std::hash::{Hash, Hasher};
-    let bytes = std::fs::read(path).ok()?;
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut h);
-    Some(h.finish())
-}
-
-impl Snapshot {
-    async fn take(root: &Path) -> Snapshot {
-        let head = git::head(root).await;
-        let prefix = git::prefix(root).await.ok();
-        let mut dirty = BTreeMap::new();
-        if let Some(p) = &prefix
-            && let Ok(files) = git::status_files(root, p).await
-        {
-            for f in files {
-                let hash = content_hash(&root.join(&f));
-                dirty.insert(f, hash);
-            }
-        }
-        Snapshot {
-            head,
-            prefix,
-            dirty,
-        }
-    }
-
-    async fn changed_since(&self, root: &Path) -> Vec<String> {
-        // Two git calls when the agent did not commit (the usual case), four when it did.
-        let Some(prefix) = &self.prefix else {
-            return Vec::new(); // not a git repository
-        };
-        let now = if git::head(root).await == self.head {
-            git::status_files(root, prefix).await
-        } else {
-            git::changed_files(root, self.head.as_deref()).await
-        };
-        let Ok(now) = now else {
-            return Vec::new();
-        };
-        let mut changed: Vec<String> = now
-            .into_iter()
-            .filter(|f| match self.dirty.get(f) {
-                Some(before) => *before != content_hash(&root.join(f)),
-                None => true,
-            })
-            .collect();
-        // A file that was dirty before and is clean again was changed too (reverted).
-        for (f, before) in &self.dirty {
-            if !changed.contains(f) && *before != content_hash(&root.join(f)) {
-                changed.push(f.clone());
-            }
-        }
-        // baton's own state (transcripts, journal) is not the agent's work.
-        changed.retain(|f| !f.starts_with(".baton/"));
-        changed.sort();
-        changed.dedup();
-        changed
-    }
 }

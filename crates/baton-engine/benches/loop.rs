@@ -50,8 +50,9 @@ use baton_agent::tools::CommandPolicy;
 use baton_core::budget::BudgetLimits;
 use baton_core::dispatch::DispatchOptions;
 use baton_core::status::Status;
+use baton_engine::protocol::Event;
 use baton_engine::setup::Setup;
-use baton_engine::sprint::{RunEnd, SprintEngine, SprintEvent, SprintSettings};
+use baton_engine::sprint::{RunEnd, SprintEngine, SprintSettings};
 use baton_engine::sprint_tools::{self, SharedLedger};
 use baton_store::journal::{CostEntry, Journal, SqliteJournal};
 use baton_store::ledger::{Ledger, LedgerOptions, Now};
@@ -444,11 +445,11 @@ impl Recorder {
         self.last = Some(now);
     }
 
-    fn sprint(&mut self, e: &SprintEvent) {
+    fn sprint(&mut self, e: &Event) {
         let label = match e {
-            SprintEvent::RunStarted { .. } => "run_started".to_owned(),
-            SprintEvent::Stage { stage, .. } => format!("stage {stage}"),
-            SprintEvent::Transition { key, to, .. } => {
+            Event::RunStarted { .. } => "run_started".to_owned(),
+            Event::Stage { stage, .. } => format!("stage {stage}"),
+            Event::Transition { key, to, .. } => {
                 self.transitions += 1;
                 if key.starts_with("epic-") {
                     format!("transition epic {to}")
@@ -456,21 +457,21 @@ impl Recorder {
                     format!("transition {to}")
                 }
             }
-            SprintEvent::Tests { .. } => {
+            Event::Tests { .. } => {
                 self.tests += 1;
                 "tests".to_owned()
             }
-            SprintEvent::Commit { .. } => {
+            Event::Commit { .. } => {
                 self.commits += 1;
                 "commit".to_owned()
             }
-            SprintEvent::CommitFailed { .. } => "commit_failed".to_owned(),
-            SprintEvent::Escalation { .. } => "escalation".to_owned(),
-            SprintEvent::StoryFinished { .. } => {
+            Event::CommitFailed { .. } => "commit_failed".to_owned(),
+            Event::Escalation { .. } => "escalation".to_owned(),
+            Event::StoryFinished { .. } => {
                 self.story_ends.push(Instant::now());
                 "story_finished".to_owned()
             }
-            SprintEvent::Agent { .. } => "agent".to_owned(),
+            _ => "agent".to_owned(),
         };
         self.mark(label);
     }
@@ -727,10 +728,10 @@ fn child(variant: &str) {
             loop_limit: 5,
             // The loop measured is create → dev → tests → review → done.
             retrospective: false,
+            allow_dirty: false,
         },
         run_id,
-        on_event: Some(Arc::new(move |e| sprint_rec.lock().unwrap().sprint(e))),
-        human: None,
+        clock: Arc::new(baton_engine::clock::SystemClock),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -742,7 +743,18 @@ fn child(variant: &str) {
     let cpu_before = cpu_times();
 
     let started = Instant::now();
-    let report = rt.block_on(engine.run());
+    let report = rt.block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+        let drain = tokio::spawn(async move {
+            while let Some(e) = rx.recv().await {
+                sprint_rec.lock().unwrap().sprint(&e);
+            }
+        });
+        let run = engine.context(tx, None);
+        let report = engine.run(run).await;
+        let _ = drain.await;
+        report
+    });
     let wall = started.elapsed();
 
     let cpu_after = cpu_times();

@@ -1,11 +1,34 @@
 //! baton-engine: workflows built from agents and the sprint state.
 //!
-//! `team` dispatches agents ad hoc (single, parallel, chain) without any sprint; `sprint_tools`
-//! gives agents validated, journaled access to the sprint file; `setup` turns discovered agent
-//! definitions and settings into runnable agents. The engine decides; it never talks HTTP or
-//! parses YAML itself.
+//! A workflow is facts → decision → effect: the facts of a story are loaded from the sprint file,
+//! the story file and the journal ([`ctx`]); [`baton_core::story::decide`] picks the next move;
+//! the driver ([`story`]) carries it out through a stage ([`stages`]) or a transition, and the
+//! result is journaled as a new fact. The sprint scheduler lives in [`workflows::sprint`], ad-hoc
+//! dispatch in [`workflows::team`]; front ends talk to a run through [`protocol`] and [`session`].
+//! The engine decides; it never talks HTTP or parses YAML itself.
 
+pub mod checks;
+pub mod clock;
+pub mod ctx;
+pub mod error;
+pub mod escalation;
+pub mod prompts;
+pub mod protocol;
+pub mod session;
+pub mod settings;
 pub mod setup;
-pub mod sprint;
 pub mod sprint_tools;
-pub mod team;
+pub mod stages;
+pub mod story;
+pub mod story_doc;
+pub mod workflows;
+
+pub use error::EngineError;
+pub use workflows::team;
+
+/// The sprint workflow, under its short name.
+pub mod sprint {
+    pub use crate::settings::{SprintOptions, SprintSettings};
+    pub use crate::workflows::sprint::report::{RunEnd, SprintReport, StoryReport};
+    pub use crate::workflows::sprint::{SprintEngine, recovery};
+}

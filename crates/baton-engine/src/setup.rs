@@ -9,6 +9,7 @@ use baton_agent::guard::GuardChain;
 use baton_agent::runner::{Budget, CallFn, EventFn, Mode, Runner};
 use baton_agent::sandbox::Sandbox;
 use baton_agent::tools::{CommandPolicy, Tool, ToolContext, Toolbox};
+use baton_agent::workspace::Workspace;
 use baton_llm::pricing::{self, Price};
 use baton_llm::registry::{self, ProviderConfig};
 use baton_llm::{LlmError, ModelClient, ModelSpec};
@@ -74,6 +75,8 @@ pub struct Setup {
     pub budget: Arc<Budget>,
     /// The path jail.
     pub sandbox: Arc<Sandbox>,
+    /// The tree the agents work in (its one git runner and snapshots).
+    pub workspace: Arc<Workspace>,
     /// `run_command` policy.
     pub commands: CommandPolicy,
     /// Tools beyond the standard ones (sprint tools).
@@ -106,7 +109,13 @@ impl Setup {
         sandbox: Arc<Sandbox>,
         commands: CommandPolicy,
     ) -> Setup {
+        let workspace = Arc::new(Workspace::new(
+            &root,
+            sandbox.clone(),
+            commands.env_remove.clone(),
+        ));
         Setup {
+            workspace,
             root,
             agents,
             providers,
@@ -199,6 +208,7 @@ impl Setup {
                 cancel: self.cancel.child_token(),
                 agent: def.name.clone(),
             },
+            workspace: self.workspace.clone(),
             transcript_dir: self.transcript_dir.clone(),
             default_max_turns: self.max_turns,
             default_timeout: self.timeout,

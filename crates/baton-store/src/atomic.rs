@@ -36,6 +36,17 @@ pub fn real_target(path: &Path) -> PathBuf {
 /// Replaces `path` with `bytes`: temp file in the same directory, `fsync`, rename.
 /// Returns the metadata of the new file.
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<fs::Metadata, WriteError> {
+    replace_with(path, bytes, true)
+}
+
+/// Replaces `path` with `bytes` atomically (temp file, rename) without flushing it: readers and a
+/// killed process see the old or the new content, never a mix, but a power cut may lose it. For
+/// files that mirror durable state (a story's `Status:` line) or that the next commit records.
+pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> Result<fs::Metadata, WriteError> {
+    replace_with(path, bytes, false)
+}
+
+fn replace_with(path: &Path, bytes: &[u8], sync: bool) -> Result<fs::Metadata, WriteError> {
     let target = real_target(path);
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -51,7 +62,9 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<fs::Metadata, WriteError> {
             .map_err(err(&target))?;
     }
     tmp.write_all(bytes).map_err(err(&target))?;
-    tmp.as_file().sync_data().map_err(err(&target))?;
+    if sync {
+        tmp.as_file().sync_data().map_err(err(&target))?;
+    }
     let file = tmp.persist(&target).map_err(|e| err(&target)(e.error))?;
     file.metadata().map_err(err(&target))
 }

@@ -181,6 +181,7 @@ impl<J: Journal> Ledger<J> {
         let _lock = FileLock::acquire(&opts.lock_path)?;
         let doc = SprintDoc::load(sprint_path)?;
         let mut ledger = Ledger { doc, journal, opts };
+        crate::atomic::remove_stale_temps(ledger.doc.path());
         ledger.reconcile_locked()?;
         Ok(ledger)
     }
@@ -212,11 +213,14 @@ impl<J: Journal> Ledger<J> {
     pub fn reconcile(&mut self) -> Result<Reconciled, LedgerError> {
         let _lock = FileLock::acquire(&self.opts.lock_path)?;
         self.refresh()?;
+        crate::atomic::remove_stale_temps(self.doc.path());
         self.reconcile_locked()
     }
 
+    /// Settles pending events. Temp files of killed writers are swept when the ledger opens and
+    /// on an explicit [`Ledger::reconcile`], not here: listing the directory on every transition
+    /// would make a step's cost grow with the number of story files beside the sprint file.
     fn reconcile_locked(&mut self) -> Result<Reconciled, LedgerError> {
-        crate::atomic::remove_stale_temps(self.doc.path());
         let pending = self.journal.pending()?;
         let mut out = Reconciled::default();
         if pending.is_empty() {

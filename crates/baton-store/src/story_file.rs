@@ -7,14 +7,14 @@
 //! the value on that line (or insert the line where the template puts it), so every other byte of
 //! the story — frontmatter, tasks, Dev Agent Record — is kept. It also reads the title and the
 //! `### File List` of the Dev Agent Record. Files are written with
-//! [`crate::atomic::replace_durable`].
+//! [`crate::atomic::replace_unsynced`] (the sprint file is the durable copy of a status).
 
 use std::fs;
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use crate::atomic::{WriteError, replace_durable};
+use crate::atomic::{WriteError, replace_unsynced};
 use crate::frontmatter::body_offset;
 
 /// The story's `Status:` line: where it is and what it says.
@@ -318,7 +318,8 @@ pub fn file_list(text: &str) -> Vec<String> {
 }
 
 /// Sets the `Status:` line of the story file at `path` to `new`, writing atomically only if the
-/// text changed; returns whether it changed.
+/// text changed; returns whether it changed. The write is not flushed: the line mirrors the
+/// sprint file, which is durable, and reconciliation rewrites it after a crash.
 pub fn sync_status(path: &Path, new: &str) -> Result<bool, StoryFileError> {
     let text = fs::read_to_string(path).map_err(|source| {
         if source.kind() == io::ErrorKind::NotFound {
@@ -336,7 +337,7 @@ pub fn sync_status(path: &Path, new: &str) -> Result<bool, StoryFileError> {
     if updated == text {
         return Ok(false);
     }
-    replace_durable(path, updated.as_bytes())?;
+    replace_unsynced(path, updated.as_bytes())?;
     Ok(true)
 }
 

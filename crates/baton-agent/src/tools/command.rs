@@ -13,6 +13,7 @@
 //! `cargo` build scripts) can still reach anything the user can.
 
 use super::{BoxFuture, CommandPolicy, Tool, ToolContext, ToolResult, str_arg};
+use crate::process::GroupKiller;
 use crate::sandbox::Access;
 use baton_llm::ToolSpec;
 use serde_json::{Value, json};
@@ -254,40 +255,6 @@ fn describe_exit(status: &ExitStatus) -> String {
     "exit code: none".to_owned()
 }
 
-/// Kills the process group the child leads (Unix) when armed: on timeout, on cancellation, and
-/// when the call is dropped before the child was reaped (the runner gave up on it). Disarmed once
-/// the child has exited and its output is drained, so an unrelated group that reused the id is
-/// never signalled.
-struct GroupKiller {
-    pgid: Option<u32>,
-    armed: bool,
-}
-
-impl GroupKiller {
-    fn kill(&mut self) {
-        if !self.armed {
-            return;
-        }
-        self.armed = false;
-        #[cfg(unix)]
-        if let Some(pgid) = self.pgid {
-            // No libc here (and no unsafe): `kill(1)` signals the whole group. It returns at once.
-            let _ = std::process::Command::new("kill")
-                .args(["-s", "KILL", "--", &format!("-{pgid}")])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
 /// Kills the child's process group, then the child itself, and reaps it.
 async fn kill_tree(child: &mut tokio::process::Child, group: &mut GroupKiller) {
     group.kill();
@@ -415,10 +382,7 @@ async fn run_command(args: &Value, ctx: &ToolContext) -> Result<ToolResult, Tool
             format!("cannot run `{program}`: {e}")
         })
     })?;
-    let mut group = GroupKiller {
-        pgid: child.id(),
-        armed: cfg!(unix),
-    };
+    let mut group = GroupKiller::new(child.id());
 
     let max = ctx.commands.max_output_bytes.max(1);
     let out: Shared = Arc::new(Mutex::new(Capture::new(max)));
@@ -439,7 +403,7 @@ async fn run_command(args: &Value, ctx: &ToolContext) -> Result<ToolResult, Tool
     let headline = match ending {
         Ending::Exited(Ok(status)) => {
             if drain(&mut readers).await {
-                group.armed = false;
+                group.disarm();
             } else {
                 // Something it started still holds the output open: stop it.
                 kill_tree(&mut child, &mut group).await;

@@ -1,7 +1,8 @@
 //! `run_git_diff`, and the git queries the runner uses to learn what an agent changed.
 //!
-//! Everything runs the `git` CLI directly (no shell) with `-C <root>`, `LC_ALL=C`,
-//! `GIT_TERMINAL_PROMPT=0` and `GIT_OPTIONAL_LOCKS=0` (so a query never rewrites the index). The
+//! Everything runs the `git` CLI through the workspace's hardened runner
+//! ([`crate::workspace::git::Git`]: no shell, `LC_ALL=C`, no prompts, no optional locks, no
+//! repository hooks, pagers or external diff programs). The
 //! default base is the merge-base of `HEAD` with `main`, else `master`, else `origin/HEAD`, else
 //! `HEAD` itself; the diff is taken against the working tree (`git diff <base>`), so uncommitted
 //! work is seen, and untracked files are appended (with their content when they are text).
@@ -11,11 +12,10 @@
 
 use super::{BoxFuture, Tool, ToolContext, ToolResult};
 use crate::sandbox::{Access, Sandbox};
+use crate::workspace::git::Git;
 use baton_llm::ToolSpec;
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Stdio;
-use std::time::Duration;
 
 /// Characters of diff returned at most; the rest is cut with a marker.
 pub const DIFF_LIMIT_CHARS: usize = 50_000;
@@ -23,46 +23,19 @@ pub const DIFF_LIMIT_CHARS: usize = 50_000;
 const DEFAULT_BRANCHES: [&str; 3] = ["main", "master", "origin/HEAD"];
 /// Git's empty tree (the base of a repository without commits).
 const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
-/// Longest any one git call may take.
-const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Untracked files larger than this are listed without content.
 const UNTRACKED_CONTENT_MAX_BYTES: u64 = 256 * 1024;
 
 /// `run_git_diff {base?, paths?, stat_only?}`.
 pub struct RunGitDiff;
 
-/// Runs `git -C root <args>` and returns stdout, or a message with git's stderr.
+/// Runs `git -C root <args>` through the workspace's hardened runner and returns stdout, or a
+/// message with git's stderr.
 async fn git(root: &Path, args: &[&str]) -> Result<String, String> {
-    let mut cmd = tokio::process::Command::new("git");
-    cmd.arg("-C")
-        .arg(root)
-        .args(["--no-pager", "-c", "core.quotepath=off"])
-        .args(args)
-        .env("LC_ALL", "C")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let output = match tokio::time::timeout(GIT_TIMEOUT, cmd.output()).await {
-        Err(_) => return Err(format!("git {} timed out", args.first().unwrap_or(&""))),
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err("git is not installed (not found on PATH)".to_owned());
-        }
-        Ok(Err(e)) => return Err(format!("cannot run git: {e}")),
-        Ok(Ok(o)) => o,
-    };
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-    } else {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Err(format!(
-            "git {} failed: {}",
-            args.first().unwrap_or(&""),
-            stderr.trim()
-        ))
-    }
+    Git::new(root, Vec::new())
+        .run(args)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Fails with a clear message unless `root` is inside a git work tree.
@@ -174,6 +147,7 @@ pub async fn changed_files(root: &Path, base: Option<&str>) -> Result<Vec<String
         root,
         &[
             "diff",
+            "--no-ext-diff",
             "--name-only",
             "-z",
             "--no-renames",

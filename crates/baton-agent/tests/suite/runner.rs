@@ -7,6 +7,7 @@ use baton_agent::outcome::Status;
 use baton_agent::runner::{Budget, Mode, Runner};
 use baton_agent::sandbox::Sandbox;
 use baton_agent::tools::{CommandPolicy, ToolContext, Toolbox};
+use baton_agent::workspace::Workspace;
 use baton_core::budget::BudgetLimits;
 use baton_llm::ModelSpec;
 use baton_llm::script::ScriptClient;
@@ -32,6 +33,8 @@ fn runner(root: &Path, script: &str, def: &AgentDef) -> Runner {
     if def.is_read_only() {
         tools = tools.read_only();
     }
+    let sandbox = Arc::new(sandbox);
+    let workspace = Arc::new(Workspace::new(root, sandbox.clone(), Vec::new()));
     Runner {
         client: Arc::new(client),
         model: ModelSpec::parse("script/test").unwrap(),
@@ -42,11 +45,12 @@ fn runner(root: &Path, script: &str, def: &AgentDef) -> Runner {
         guards: GuardChain::standard(def.is_read_only()),
         ctx: ToolContext {
             root: root.to_path_buf(),
-            sandbox: Arc::new(sandbox),
+            sandbox,
             commands: CommandPolicy::default(),
             cancel: CancellationToken::new(),
             agent: def.name.clone(),
         },
+        workspace,
         transcript_dir: Some(root.join(".baton/runs/test")),
         default_max_turns: 40,
         default_timeout: Duration::from_secs(60),

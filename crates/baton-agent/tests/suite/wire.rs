@@ -7,6 +7,7 @@ use baton_agent::outcome::Status;
 use baton_agent::runner::{Budget, Mode, Runner};
 use baton_agent::sandbox::Sandbox;
 use baton_agent::tools::{CommandPolicy, ToolContext, Toolbox};
+use baton_agent::workspace::Workspace;
 use baton_core::budget::BudgetLimits;
 use baton_llm::anthropic::AnthropicClient;
 use baton_llm::openai::OpenAiClient;
@@ -30,6 +31,8 @@ fn runner(
     limits: BudgetLimits,
     price: Option<Price>,
 ) -> Runner {
+    let sandbox = Arc::new(Sandbox::new(root, &Sandbox::default_deny()).unwrap());
+    let workspace = Arc::new(Workspace::new(root, sandbox.clone(), Vec::new()));
     Runner {
         client,
         model: ModelSpec::parse(spec).unwrap(),
@@ -40,11 +43,12 @@ fn runner(
         guards: GuardChain::standard(true),
         ctx: ToolContext {
             root: root.to_path_buf(),
-            sandbox: Arc::new(Sandbox::new(root, &Sandbox::default_deny()).unwrap()),
+            sandbox,
             commands: CommandPolicy::default(),
             cancel: CancellationToken::new(),
             agent: "scout".into(),
         },
+        workspace,
         transcript_dir: None,
         default_max_turns: 10,
         default_timeout: Duration::from_secs(60),

@@ -123,7 +123,7 @@ pub fn run(args: &DemoArgs) -> Result<Code> {
         Some(m) => say(&format!("The agents run on the live model `{m}`.\n")),
     }
     let cfg = crate::project::config(&dir)?;
-    let settings = super::sprint::settings(&cfg, Some(3), None)?;
+    let settings = super::sprint::settings(&cfg, Some(3), None, false)?;
     let sprint_args = SprintArgs {
         batch: Some(3),
         stories: None,

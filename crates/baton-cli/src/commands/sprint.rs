@@ -1,132 +1,96 @@
-//! `baton sprint`, `baton escalations`, `baton answer`.
+//! `baton sprint`, `baton escalations`, `baton answer`: the sprint's front end.
+//!
+//! The engine runs as a session (`baton_engine::session`); this module only renders its events
+//! (a live line per story in a terminal, plain lines otherwise, JSON lines with `--json`) and
+//! sends a human's answers and Ctrl-C back as operations.
 
-use super::team::{build_setup, progress, run_id};
+use super::team::{build_setup, run_id};
 use crate::cli::{AnswerArgs, EscalationsArgs, SprintArgs};
 use crate::commands::Code;
 use crate::config::Config;
 use anyhow::{Context, Result, bail};
 use baton_agent::runner::Mode;
-use baton_core::dispatch::DispatchOptions;
-use baton_core::status::Status;
-use baton_engine::sprint::{
-    HumanInput, RunEnd, SprintEngine, SprintEvent, SprintReport, SprintSettings, git,
-};
-use baton_store::journal::{EscalationRecord, Journal, SqliteJournal};
+use baton_core::escalation::{EscalationKind, choose};
+use baton_engine::protocol::{EscalationView, Event, Op};
+use baton_engine::session;
+use baton_engine::sprint::{RunEnd, SprintEngine, SprintOptions, SprintReport, SprintSettings};
+use baton_store::journal::{Journal, SqliteJournal};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 /// The engine's settings from `baton.toml` and the flags.
 pub fn settings(
     cfg: &Config,
     batch: Option<usize>,
     stories: Option<Vec<String>>,
+    allow_dirty: bool,
 ) -> Result<SprintSettings> {
     let s = &cfg.sprint;
-    let checkpoints = s
-        .checkpoints
-        .clone()
-        .unwrap_or_else(|| vec!["done".into()])
-        .iter()
-        .map(|c| {
-            Status::parse(c)
-                .with_context(|| format!("`[sprint] checkpoints`: unknown status `{c}`"))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(SprintSettings {
-        root: cfg.root.clone(),
-        stories_dir: cfg.stories.clone(),
-        planning_dir: cfg.planning.clone(),
-        escalations_log: cfg.root.join("_bmad-output").join("escalations.log"),
-        batch: batch.or(s.batch).unwrap_or(3).max(1),
+    let opts = SprintOptions {
+        batch: batch.or(s.batch),
         stories,
-        dispatch: DispatchOptions {
-            story_review: s.story_review.unwrap_or(false),
-            qa: s.qa.unwrap_or(false),
-        },
-        max_review_rounds: s.max_review_rounds.unwrap_or(3),
-        min_findings: s.min_findings.unwrap_or(3),
-        test_command: s.test_command.clone().filter(|c| !c.is_empty()),
-        test_timeout: Duration::from_secs(s.test_timeout_secs.unwrap_or(900)),
-        checkpoints,
-        story_timeout: Duration::from_secs(s.story_timeout_secs.unwrap_or(7200)),
-        run_timeout: Duration::from_secs(s.run_timeout_secs.unwrap_or(28_800)),
-        loop_limit: 5,
-        retrospective: s.retrospective.unwrap_or(false),
-    })
+        story_review: s.story_review,
+        qa: s.qa,
+        max_review_rounds: s.max_review_rounds,
+        min_findings: s.min_findings,
+        test_command: s.test_command.clone(),
+        test_timeout_secs: s.test_timeout_secs,
+        checkpoints: s.checkpoints.clone(),
+        story_timeout_secs: s.story_timeout_secs,
+        run_timeout_secs: s.run_timeout_secs,
+        retrospective: s.retrospective,
+        allow_dirty,
+    };
+    Ok(SprintSettings::resolve(
+        cfg.root.clone(),
+        cfg.stories.clone(),
+        cfg.planning.clone(),
+        opts,
+    )?)
 }
 
-/// A human at a terminal answers escalations on the spot.
-struct Terminal;
-
-impl HumanInput for Terminal {
-    fn ask(&self, e: &EscalationRecord) -> Option<String> {
-        eprintln!("\nescalation #{}: {}\n{}", e.id, e.title, e.finding);
-        for (i, o) in e.options.iter().enumerate() {
-            eprintln!("  {}. {o}", i + 1);
+/// Asks the human at the terminal; `None`: answer later.
+fn ask(e: &EscalationView) -> Option<String> {
+    eprintln!("\nescalation #{}: {}\n{}", e.id, e.title, e.finding);
+    for (i, o) in e.options.iter().enumerate() {
+        eprintln!("  {}. {o}", i + 1);
+    }
+    let kind = EscalationKind::parse(&e.kind);
+    let stored: Vec<String> = e.choices.iter().map(|c| c.id.clone()).collect();
+    loop {
+        eprint!(
+            "choose 1-{} (or press Enter to answer later): ",
+            e.options.len()
+        );
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line).ok()? == 0 {
+            return None;
         }
-        loop {
-            eprint!(
-                "choose 1-{} (or press Enter to answer later): ",
-                e.options.len()
-            );
-            let _ = std::io::stderr().flush();
-            let mut line = String::new();
-            if std::io::stdin().lock().read_line(&mut line).ok()? == 0 {
-                return None;
-            }
-            let line = line.trim();
-            if line.is_empty() {
-                return None;
-            }
-            match choose(&e.options, line) {
-                Ok(choice) => return Some(choice),
-                Err(msg) => eprintln!("{msg}"),
-            }
+        let line = line.trim();
+        if line.is_empty() {
+            return None;
+        }
+        match choose(kind, &stored, line) {
+            Ok(choice) => return Some(choice),
+            Err(msg) => eprintln!("{msg}"),
         }
     }
 }
 
-fn choose(options: &[String], choice: &str) -> Result<String, String> {
-    if let Ok(n) = choice.parse::<usize>() {
-        return options
-            .get(n.wrapping_sub(1))
-            .cloned()
-            .ok_or_else(|| format!("option {n} does not exist; choose 1 to {}", options.len()));
-    }
-    options
-        .iter()
-        .find(|o| o.eq_ignore_ascii_case(choice.trim()))
-        .cloned()
-        .ok_or_else(|| {
-            let list: Vec<String> = options
-                .iter()
-                .enumerate()
-                .map(|(i, o)| format!("{}. {o}", i + 1))
-                .collect();
-            format!(
-                "`{choice}` is not an option; choose one of: {}",
-                list.join("; ")
-            )
-        })
-}
-
-fn print_event(e: &SprintEvent) {
+fn print_event(e: &Event) {
     match e {
-        SprintEvent::RunStarted {
+        Event::RunStarted {
             run_id,
             stories,
-            mode,
+            yolo,
         } => {
-            let mode = if *mode == Mode::Yolo {
-                "YOLO"
-            } else {
-                "standard"
-            };
+            let mode = if *yolo { "YOLO" } else { "standard" };
             eprintln!("run {run_id} ({mode} mode): {}", stories.join(", "));
         }
-        SprintEvent::Stage {
+        Event::Notice { message } => eprintln!("note: {message}"),
+        Event::Stage {
             key,
             stage,
             round,
@@ -139,19 +103,28 @@ fn print_event(e: &SprintEvent) {
             };
             eprintln!("[{key}] {stage}{r} by {agent}");
         }
-        SprintEvent::Transition { key, from, to } => eprintln!("[{key}] {from} → {to}"),
-        SprintEvent::Tests { key, passed } => {
-            eprintln!("[{key}] tests {}", if *passed { "pass" } else { "FAIL" });
+        Event::Transition { key, from, to } => eprintln!("[{key}] {from} → {to}"),
+        Event::Tests {
+            key,
+            passed,
+            interrupted,
+        } => {
+            let what = match (passed, interrupted) {
+                (true, _) => "pass",
+                (false, true) => "interrupted",
+                (false, false) => "FAIL",
+            };
+            eprintln!("[{key}] tests {what}");
         }
-        SprintEvent::Commit { key, message } => eprintln!("[{key}] commit: {message}"),
-        SprintEvent::CommitFailed {
+        Event::Commit { key, message } => eprintln!("[{key}] commit: {message}"),
+        Event::CommitFailed {
             key,
             message,
             error,
         } => {
             eprintln!("[{key}] warning: could not commit `{message}`: {error}");
         }
-        SprintEvent::Escalation { escalation } => {
+        Event::Escalation { escalation } => {
             eprintln!(
                 "[{}] escalation #{}: {}",
                 escalation.key.as_deref().unwrap_or("-"),
@@ -159,7 +132,7 @@ fn print_event(e: &SprintEvent) {
                 escalation.title
             );
         }
-        SprintEvent::StoryFinished {
+        Event::StoryFinished {
             key,
             status,
             reason,
@@ -172,7 +145,19 @@ fn print_event(e: &SprintEvent) {
                     .unwrap_or_default()
             );
         }
-        SprintEvent::Agent { inner } => progress(inner),
+        Event::AgentStarted { agent, model } => eprintln!("[{agent}] started on {model}"),
+        Event::Turn { agent, turn } => eprintln!("[{agent}] turn {turn}"),
+        Event::ToolCall { agent, tool } => eprintln!("[{agent}] {tool}"),
+        Event::Refused {
+            agent,
+            tool,
+            reason,
+        } => eprintln!("[{agent}] {tool} refused: {reason}"),
+        Event::BudgetWarning { agent, message } => {
+            eprintln!("[{agent}] budget warning: {message}")
+        }
+        Event::AgentFinished { agent, status } => eprintln!("[{agent}] {status}"),
+        Event::Usage { .. } => {}
     }
 }
 
@@ -189,9 +174,9 @@ struct Live {
 }
 
 impl Live {
-    fn show(&mut self, e: &SprintEvent) {
+    fn show(&mut self, e: &Event) {
         let permanent = match e {
-            SprintEvent::Stage {
+            Event::Stage {
                 key,
                 stage,
                 round,
@@ -208,26 +193,28 @@ impl Live {
                 self.round = *round;
                 false
             }
-            SprintEvent::Agent {
-                inner:
-                    baton_agent::runner::AgentEvent::Usage {
-                        usage, cost_usd, ..
-                    },
+            Event::Usage {
+                input_tokens,
+                output_tokens,
+                cost_usd,
+                ..
             } => {
-                self.tokens += usage.total_input() + usage.output_tokens;
+                self.tokens += input_tokens + output_tokens;
                 self.cost += cost_usd;
                 false
             }
-            SprintEvent::Agent {
-                inner: baton_agent::runner::AgentEvent::ToolCall { tool, .. },
-            } => {
+            Event::ToolCall { tool, .. } => {
                 self.stage = format!(
                     "{} · {tool}",
                     self.stage.split(" · ").next().unwrap_or_default()
                 );
                 false
             }
-            SprintEvent::Agent { .. } => false,
+            Event::AgentStarted { .. }
+            | Event::Turn { .. }
+            | Event::Refused { .. }
+            | Event::BudgetWarning { .. }
+            | Event::AgentFinished { .. } => false,
             _ => true,
         };
         let mut err = std::io::stderr().lock();
@@ -238,7 +225,7 @@ impl Live {
             print_event(e);
             err = std::io::stderr().lock();
         }
-        if !self.key.is_empty() && !matches!(e, SprintEvent::StoryFinished { .. }) {
+        if !self.key.is_empty() && !matches!(e, Event::StoryFinished { .. }) {
             let secs = self.started.map_or(0, |s| s.elapsed().as_secs());
             let _ = write!(
                 err,
@@ -268,32 +255,6 @@ pub fn run_sprint(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    if !rt.block_on(git::is_repo(root)) {
-        bail!(
-            "`{}` is not a git repository; baton commits every stage of a story. Run `git init` first.",
-            root.display()
-        );
-    }
-    let interrupted = crate::project::journal(cfg)
-        .ok()
-        .and_then(|j| j.last_run("sprint").ok().flatten())
-        .filter(|r| r.ended_at.is_none());
-    if !args.allow_dirty {
-        let dirty = rt.block_on(git::dirty(root)).map_err(anyhow::Error::msg)?;
-        if let (false, Some(prev)) = (dirty.is_empty(), &interrupted) {
-            // The uncommitted work is what the killed run left; the engine commits it first.
-            eprintln!(
-                "note: run {} was interrupted; its uncommitted work is kept and the sprint resumes",
-                prev.id
-            );
-        } else if !dirty.is_empty() {
-            bail!(
-                "the working tree has uncommitted changes ({}{}); commit or stash them, or pass --allow-dirty",
-                dirty.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
-                if dirty.len() > 5 { ", …" } else { "" }
-            );
-        }
-    }
     let found = super::agents::discover(root);
     for n in &found.notices {
         eprintln!("note: {n}");
@@ -309,24 +270,11 @@ pub fn run_sprint(
     } else {
         Mode::Standard
     };
-    let json = args.json;
-    let live = (!json && std::io::stderr().is_terminal()).then(|| Mutex::new(Live::default()));
-    let emit: Arc<dyn Fn(&SprintEvent) + Send + Sync> = Arc::new(move |e: &SprintEvent| {
-        if json {
-            if let Ok(line) = serde_json::to_string(e) {
-                println!("{line}");
-            }
-        } else if let Some(live) = &live {
-            if let Ok(mut l) = live.lock() {
-                l.show(e);
-            }
-        } else {
-            print_event(e);
-        }
+    let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
+    let agent_tx = events_tx.clone();
+    let on_agent: baton_agent::runner::EventFn = Arc::new(move |e| {
+        let _ = agent_tx.send(Event::from_agent(e));
     });
-    let agent_emit = emit.clone();
-    let on_agent: baton_agent::runner::EventFn =
-        Arc::new(move |e| agent_emit(&SprintEvent::Agent { inner: e.clone() }));
     let setup = build_setup(
         root,
         cfg,
@@ -338,29 +286,69 @@ pub fn run_sprint(
         journal,
         Some(on_agent),
     )?;
-    let cancel = setup.cancel.clone();
+    let engine = SprintEngine::new(Arc::new(setup), ledger, settings, run_id);
+    let json = args.json;
     let interactive = !json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let engine = SprintEngine {
-        setup: Arc::new(setup),
-        ledger,
-        settings,
-        run_id,
-        on_event: Some(emit),
-        human: interactive.then(|| Arc::new(Terminal) as Arc<dyn HumanInput>),
+    let mut live = (!json && std::io::stderr().is_terminal()).then(Live::default);
+    let render = move |e: &Event| {
+        if json {
+            if let Ok(line) = serde_json::to_string(e) {
+                println!("{line}");
+            }
+        } else if let Some(live) = live.as_mut() {
+            live.show(e);
+        } else {
+            print_event(e);
+        }
     };
-    let report = rt.block_on(async {
-        let run = engine.run();
-        tokio::pin!(run);
+    rt.block_on(drive_session(
+        engine,
+        interactive,
+        events_tx,
+        events_rx,
+        render,
+    ))
+}
+
+/// Renders the session's events and answers for the human until the run ends.
+async fn drive_session(
+    engine: SprintEngine,
+    interactive: bool,
+    events_tx: tokio::sync::mpsc::UnboundedSender<Event>,
+    events_rx: tokio::sync::mpsc::UnboundedReceiver<Event>,
+    mut render: impl FnMut(&Event),
+) -> Result<SprintReport> {
+    let mut s = session::start_sprint(engine, interactive, events_tx, events_rx).await?;
+    let mut done = s.done;
+    let mut interrupted = false;
+    let report = loop {
         tokio::select! {
-            r = &mut run => r,
-            _ = tokio::signal::ctrl_c() => {
+            report = &mut done => break report.context("the sprint stopped unexpectedly")?,
+            Some(e) = s.events.recv() => {
+                render(&e);
+                if let Event::Escalation { escalation } = &e
+                    && escalation.awaiting
+                {
+                    let view = escalation.clone();
+                    let id = view.id;
+                    let op = match tokio::task::spawn_blocking(move || ask(&view)).await {
+                        Ok(Some(choice)) => Op::Answer { id, choice },
+                        _ => Op::Defer { id },
+                    };
+                    let _ = s.ops.send(op);
+                }
+            }
+            _ = tokio::signal::ctrl_c(), if !interrupted => {
                 // Agents stop at their next await; the run then ends `cancelled` and the journal
                 // records it. Whatever step was interrupted runs again on the next `baton sprint`.
-                cancel.cancel();
-                run.await
+                interrupted = true;
+                let _ = s.ops.send(Op::Cancel);
             }
         }
-    });
+    };
+    while let Ok(e) = s.events.try_recv() {
+        render(&e);
+    }
     Ok(report)
 }
 
@@ -406,7 +394,7 @@ pub fn print_report(report: &SprintReport, json: bool) -> Result<()> {
 /// Runs `baton sprint`.
 pub fn run(root: &Path, args: &SprintArgs) -> Result<Code> {
     let cfg = crate::project::config(root)?;
-    let settings = settings(&cfg, args.batch, args.stories.clone())?;
+    let settings = settings(&cfg, args.batch, args.stories.clone(), args.allow_dirty)?;
     let report = run_sprint(root, &cfg, args, settings)?;
     print_report(&report, args.json)?;
     Ok(exit_code(&report))
@@ -416,7 +404,11 @@ pub fn run(root: &Path, args: &SprintArgs) -> Result<Code> {
 pub fn escalations(root: &Path, args: &EscalationsArgs) -> Result<Code> {
     let cfg = crate::project::config(root)?;
     let journal = crate::project::journal(&cfg)?;
-    let list = journal.escalations(!args.all)?;
+    let list: Vec<EscalationView> = journal
+        .escalations(!args.all)?
+        .iter()
+        .map(|e| EscalationView::of(e, false))
+        .collect();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(Code::Ok);
@@ -459,33 +451,20 @@ pub fn answer(root: &Path, args: &AnswerArgs) -> Result<Code> {
             args.id
         );
     };
+    let kind = EscalationKind::parse(&e.kind);
     if let Some(a) = &e.answer {
-        bail!("escalation #{} was already answered: {a}", e.id);
-    }
-    let choice = choose(&e.options, &args.choice).map_err(anyhow::Error::msg)?;
-    journal.answer_escalation(e.id, &choice, &jiff::Timestamp::now().to_string())?;
-    println!(
-        "escalation #{} answered: {choice}\nnext: `baton sprint` continues with it",
-        e.id
-    );
-    Ok(Code::Ok)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn choices_by_number_or_text() {
-        let opts = vec!["another fix round".to_owned(), "stop".to_owned()];
-        assert_eq!(choose(&opts, "1").unwrap(), "another fix round");
-        assert_eq!(choose(&opts, "STOP").unwrap(), "stop");
-        assert!(choose(&opts, "3").unwrap_err().contains("1 to 2"));
-        assert!(choose(&opts, "0").is_err());
-        assert!(
-            choose(&opts, "maybe")
-                .unwrap_err()
-                .contains("1. another fix round")
+        bail!(
+            "escalation #{} was already answered: {}",
+            e.id,
+            baton_core::escalation::Choice::label_of(kind, a)
         );
     }
+    let choice = choose(kind, &e.options, &args.choice).map_err(anyhow::Error::msg)?;
+    journal.answer_escalation(e.id, &choice, &jiff::Timestamp::now().to_string())?;
+    println!(
+        "escalation #{} answered: {}\nnext: `baton sprint` continues with it",
+        e.id,
+        baton_core::escalation::Choice::label_of(kind, &choice)
+    );
+    Ok(Code::Ok)
 }

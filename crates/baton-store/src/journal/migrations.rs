@@ -93,6 +93,35 @@ ALTER TABLE escalations ADD COLUMN resolved_at TEXT;
 CREATE INDEX steps_key ON steps(key);
 CREATE INDEX escalations_key ON escalations(key);
 "#,
+    // v2 → v3: what a settled step leaves for later decisions (JSON), the step an escalation
+    // followed, and the engine's own choices stored by stable id instead of their labels.
+    r#"
+ALTER TABLE steps ADD COLUMN detail TEXT;
+ALTER TABLE escalations ADD COLUMN after_step INTEGER NOT NULL DEFAULT 0;
+UPDATE escalations SET options = replace(options, '"another fix round"', '"another-round"')
+    WHERE kind <> 'agent';
+UPDATE escalations SET options = replace(options, '"re-run the review"', '"rerun-review"')
+    WHERE kind <> 'agent';
+UPDATE escalations SET options = replace(options, '"accept as is (mark done)"', '"accept"')
+    WHERE kind <> 'agent';
+UPDATE escalations SET options = replace(options, '"stop (needs-intervention)"', '"stop"')
+    WHERE kind <> 'agent';
+UPDATE escalations SET options = replace(options, '"confirm done"', '"confirm"')
+    WHERE kind <> 'agent';
+UPDATE escalations SET options = replace(options, '"send back for another round"', '"send-back"')
+    WHERE kind <> 'agent';
+UPDATE escalations SET answer = CASE answer
+        WHEN 'another fix round' THEN 'another-round'
+        WHEN 're-run the review' THEN 'rerun-review'
+        WHEN 'accept as is (mark done)' THEN 'accept'
+        WHEN 'stop (needs-intervention)' THEN 'stop'
+        WHEN 'confirm done' THEN 'confirm'
+        WHEN 'send back for another round' THEN 'send-back'
+        ELSE answer END
+    WHERE kind <> 'agent' AND answer IS NOT NULL;
+UPDATE escalations SET after_step = COALESCE(
+        (SELECT MAX(s.id) FROM steps s WHERE s.key = escalations.key), 0);
+"#,
 ];
 
 /// The schema version this build writes and understands.
@@ -170,7 +199,7 @@ mod tests {
         assert_eq!(user_version(&conn, path).unwrap(), 0);
         assert_eq!(migrate(&mut conn, path).unwrap(), 0);
         assert_eq!(user_version(&conn, path).unwrap(), LATEST);
-        assert_eq!(LATEST, 2);
+        assert_eq!(LATEST, 3);
         let names = tables(&conn);
         for table in ["cost_ledger", "escalations", "events", "runs", "steps"] {
             assert!(
@@ -187,6 +216,54 @@ mod tests {
             .unwrap();
         assert!(indexes.contains(&"events_key".to_owned()), "{indexes:?}");
         assert!(indexes.contains(&"events_state".to_owned()), "{indexes:?}");
+    }
+
+    #[test]
+    fn v3_stores_the_engine_choices_by_id_and_leaves_agent_options_alone() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let path = Path::new(":memory:");
+        // A v2 database with answers stored as labels.
+        for script in &MIGRATIONS[..2] {
+            conn.execute_batch(script).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 2).unwrap();
+        conn.execute_batch(
+            r#"
+INSERT INTO runs (id, kind, started_at, status) VALUES ('r', 'sprint', 't', 'running');
+INSERT INTO steps (run_id, key, stage, attempt, input_hash, started_at)
+    VALUES ('r', '1-1-a', 'review', 1, '', 't');
+INSERT INTO escalations (key, title, finding, options, answer, created_at, kind) VALUES
+  ('1-1-a', 'x', 'y', '["another fix round","accept as is (mark done)","stop (needs-intervention)"]',
+   'accept as is (mark done)', 't', 'max-review-rounds'),
+  ('1-1-a', 'x', 'y', '["confirm done","send back for another round"]', NULL, 't', 'checkpoint'),
+  ('1-2-b', 'x', 'y', '["accept as is (mark done)","stop"]', 'accept as is (mark done)', 't', 'agent');
+"#,
+        )
+        .unwrap();
+        migrate(&mut conn, path).unwrap();
+        let rows: Vec<(String, Option<String>, i64)> = conn
+            .prepare("SELECT options, answer, after_step FROM escalations ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                (
+                    r#"["another-round","accept","stop"]"#.to_owned(),
+                    Some("accept".to_owned()),
+                    1
+                ),
+                (r#"["confirm","send-back"]"#.to_owned(), None, 1),
+                (
+                    r#"["accept as is (mark done)","stop"]"#.to_owned(),
+                    Some("accept as is (mark done)".to_owned()),
+                    0
+                ),
+            ]
+        );
     }
 
     #[test]

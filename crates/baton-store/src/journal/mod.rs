@@ -170,6 +170,8 @@ pub struct StepRecord {
     pub started_at: String,
     /// RFC 3339 end.
     pub ended_at: Option<String>,
+    /// What the settled step leaves for later decisions (JSON), if anything.
+    pub detail: Option<String>,
 }
 
 /// An escalation to a human.
@@ -198,6 +200,9 @@ pub struct EscalationRecord {
     pub kind: String,
     /// RFC 3339 time the engine acted on the answer.
     pub resolved_at: Option<String>,
+    /// The newest step of the story when it was raised (0: none), so decisions can tell what
+    /// happened before the escalation from what happened after.
+    pub after_step: i64,
 }
 
 /// One entry of the cost ledger: the usage of one model call.
@@ -225,9 +230,12 @@ pub struct CostEntry {
 
 /// The journal backend.
 ///
-/// Methods that write take effect as one transaction each; `record_pending` is durable when it
-/// returns (synchronous commit), while `mark_applied` may skip the flush: reconciliation repairs a
-/// lost mark by comparing the sprint file with the pending events.
+/// Methods that write take effect as one transaction each. `record_pending` and
+/// `answer_escalation` are durable when they return (synchronous commit); every other write may
+/// skip the flush and become durable with the next synchronous commit. That is safe because each
+/// of them is either repaired by reconciliation (a lost `mark_applied`) or re-derived by the
+/// engine from the files and the durable events (a lost step, cost line or escalation is
+/// re-run or re-raised), and a killed process loses none of them: only a power cut can.
 pub trait Journal {
     /// Records a group of transitions that one sprint-file write will apply, as `pending`, in
     /// one durable transaction. Returns their ids, in order.
@@ -257,8 +265,14 @@ pub trait Journal {
     fn last_run(&self, kind: &str) -> Result<Option<RunRecord>, JournalError>;
     /// Records a step; returns its id.
     fn begin_step(&mut self, step: &StepRecord) -> Result<i64, JournalError>;
-    /// Finishes a step with an outcome.
-    fn end_step(&mut self, id: i64, at: &str, outcome: &str) -> Result<(), JournalError>;
+    /// Finishes a step with an outcome and, optionally, its detail (JSON).
+    fn end_step(
+        &mut self,
+        id: i64,
+        at: &str,
+        outcome: &str,
+        detail: Option<&str>,
+    ) -> Result<(), JournalError>;
     /// Steps of a run, oldest first.
     fn steps(&self, run_id: &str) -> Result<Vec<StepRecord>, JournalError>;
     /// Records an escalation; returns its id.

@@ -1,13 +1,15 @@
 //! The embedded SQLite journal backend, [`SqliteJournal`].
 //!
-//! This file owns the connection settings (WAL, `synchronous=FULL`, foreign keys, a 30 s busy
+//! This file owns the connection settings (WAL, `synchronous=NORMAL`, foreign keys, a 30 s busy
 //! timeout so that many baton processes can write the same `.baton/baton.db` at once), the mapping
 //! between the journal's record types and the rows of the schema defined in
 //! [`super::migrations`], and the write protocol's durability choices: every write is one
 //! `BEGIN IMMEDIATE` transaction (taking the write lock up front, so a concurrent writer waits in
-//! the busy handler instead of failing with `SQLITE_BUSY` on a lock upgrade); `record_pending`
-//! commits with a full fsync, `mark_applied` commits with `synchronous=NORMAL` (no fsync in WAL
-//! mode; a lost mark is repaired by reconciliation). Every SQLite error is reported as
+//! the busy handler instead of failing with `SQLITE_BUSY` on a lock upgrade); `record_pending`,
+//! `mark_abandoned` and `answer_escalation` commit with a full fsync (`synchronous=FULL`), every
+//! other write with `synchronous=NORMAL` (no fsync in WAL mode; it becomes durable with the next
+//! full commit, and a process killed before that loses nothing: see [`super::Journal`]). A
+//! durable agent step therefore costs one journal fsync. Every SQLite error is reported as
 //! [`JournalError::Sqlite`] naming the database file (`:memory:` for in-memory journals).
 
 use super::migrations;
@@ -32,11 +34,10 @@ const EVENT_COLUMNS: &str =
 
 /// Columns of `steps`, in the order [`raw_step`] reads them.
 const STEP_COLUMNS: &str =
-    "id, run_id, key, stage, attempt, input_hash, outcome, started_at, ended_at";
+    "id, run_id, key, stage, attempt, input_hash, outcome, started_at, ended_at, detail";
 
 /// Columns of `escalations`, in the order [`raw_escalation`] reads them.
-const ESCALATION_COLUMNS: &str =
-    "id, run_id, key, title, finding, options, answer, created_at, answered_at, kind, resolved_at";
+const ESCALATION_COLUMNS: &str = "id, run_id, key, title, finding, options, answer, created_at, answered_at, kind, resolved_at, after_step";
 
 /// Wraps a SQLite error with the database path.
 pub(super) fn sqlite_err(path: &Path, source: rusqlite::Error) -> JournalError {
@@ -130,7 +131,7 @@ impl SqliteJournal {
                 other => break other.map_err(err)?,
             }
         };
-        conn.pragma_update(None, "synchronous", "FULL")
+        conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(err)?;
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(err)?;
@@ -175,6 +176,21 @@ impl SqliteJournal {
             .map_err(|e| sqlite_err(path, e))?;
         let value = f(&tx).map_err(|e| sqlite_err(path, e))?;
         tx.commit().map_err(|e| sqlite_err(path, e))?;
+        Ok(value)
+    }
+
+    /// Like [`Self::write`], committed with `synchronous=FULL` (an fsync of the WAL, which also
+    /// makes every earlier `NORMAL` commit durable).
+    fn write_durable<T>(
+        &mut self,
+        f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T>,
+    ) -> Result<T, JournalError> {
+        // The pragma is a no-op inside a transaction, so it brackets the transaction.
+        self.set_synchronous("FULL")?;
+        let result = self.write(f);
+        let restored = self.set_synchronous("NORMAL");
+        let value = result?;
+        restored?;
         Ok(value)
     }
 
@@ -272,6 +288,7 @@ fn raw_step(row: &Row<'_>) -> rusqlite::Result<RawStep> {
             outcome: row.get(6)?,
             started_at: row.get(7)?,
             ended_at: row.get(8)?,
+            detail: row.get(9)?,
         },
         attempt: row.get(4)?,
     })
@@ -297,6 +314,7 @@ fn raw_escalation(row: &Row<'_>) -> rusqlite::Result<RawEscalation> {
             answered_at: row.get(8)?,
             kind: row.get(9)?,
             resolved_at: row.get(10)?,
+            after_step: row.get(11)?,
         },
         options: row.get(5)?,
     })
@@ -327,7 +345,7 @@ impl Journal for SqliteJournal {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        self.write(|tx| {
+        self.write_durable(|tx| {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO events
                      (grp, at, actor, key, from_status, to_status, reason, forced, run_id, state)
@@ -366,11 +384,7 @@ impl Journal for SqliteJournal {
         if ids.is_empty() {
             return Ok(());
         }
-        // The pragma is a no-op inside a transaction, so it brackets the transaction.
-        self.set_synchronous("NORMAL")?;
-        let result = self.settle(ids, EventState::Applied);
-        let restored = self.set_synchronous("FULL");
-        result.and(restored)
+        self.settle(ids, EventState::Applied)
     }
 
     /// Marks pending events among `ids` as abandoned (durably); others are left as they are.
@@ -378,7 +392,11 @@ impl Journal for SqliteJournal {
         if ids.is_empty() {
             return Ok(());
         }
-        self.settle(ids, EventState::Abandoned)
+        // Durable: a lost abandon could later be mistaken for an applied event.
+        self.set_synchronous("FULL")?;
+        let result = self.settle(ids, EventState::Abandoned);
+        let restored = self.set_synchronous("NORMAL");
+        result.and(restored)
     }
 
     fn pending(&self) -> Result<Vec<Event>, JournalError> {
@@ -484,8 +502,9 @@ impl Journal for SqliteJournal {
         self.write(|tx| {
             tx.execute(
                 "INSERT INTO steps
-                     (run_id, key, stage, attempt, input_hash, outcome, started_at, ended_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                     (run_id, key, stage, attempt, input_hash, outcome, started_at, ended_at,
+                      detail)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 params![
                     step.run_id,
                     step.key,
@@ -494,19 +513,28 @@ impl Journal for SqliteJournal {
                     step.input_hash,
                     step.outcome,
                     step.started_at,
-                    step.ended_at
+                    step.ended_at,
+                    step.detail
                 ],
             )?;
             Ok(tx.last_insert_rowid())
         })
     }
 
-    /// Sets the step's end time and outcome. An unknown id changes nothing.
-    fn end_step(&mut self, id: i64, at: &str, outcome: &str) -> Result<(), JournalError> {
+    /// Sets the step's end time, outcome and (when given) detail. An unknown id changes
+    /// nothing.
+    fn end_step(
+        &mut self,
+        id: i64,
+        at: &str,
+        outcome: &str,
+        detail: Option<&str>,
+    ) -> Result<(), JournalError> {
         self.write(|tx| {
             tx.execute(
-                "UPDATE steps SET ended_at = ?2, outcome = ?3 WHERE id = ?1",
-                params![id, at, outcome],
+                "UPDATE steps SET ended_at = ?2, outcome = ?3, detail = COALESCE(?4, detail)
+                 WHERE id = ?1",
+                params![id, at, outcome, detail],
             )?;
             Ok(())
         })
@@ -539,8 +567,9 @@ impl Journal for SqliteJournal {
         self.write(|tx| {
             tx.execute(
                 "INSERT INTO escalations
-                     (run_id, key, title, finding, options, answer, created_at, answered_at, kind)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                     (run_id, key, title, finding, options, answer, created_at, answered_at, kind,
+                      after_step)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 params![
                     esc.run_id,
                     esc.key,
@@ -550,7 +579,8 @@ impl Journal for SqliteJournal {
                     esc.answer,
                     esc.created_at,
                     esc.answered_at,
-                    esc.kind
+                    esc.kind,
+                    esc.after_step
                 ],
             )?;
             Ok(tx.last_insert_rowid())
@@ -561,7 +591,7 @@ impl Journal for SqliteJournal {
     /// `false` (changing nothing) if the id is unknown or the escalation was already answered —
     /// the first answer stands.
     fn answer_escalation(&mut self, id: i64, answer: &str, at: &str) -> Result<bool, JournalError> {
-        self.write(|tx| {
+        self.write_durable(|tx| {
             let changed = tx.execute(
                 "UPDATE escalations SET answer = ?2, answered_at = ?3
                  WHERE id = ?1 AND answer IS NULL",
@@ -714,6 +744,7 @@ mod tests {
             outcome: None,
             started_at: "2025-01-01T00:01:00Z".to_owned(),
             ended_at: None,
+            detail: None,
         }
     }
 
@@ -734,6 +765,7 @@ mod tests {
             answered_at: None,
             kind: "agent".to_owned(),
             resolved_at: None,
+            after_step: 7,
         }
     }
 
@@ -772,12 +804,12 @@ mod tests {
             .query_row("PRAGMA foreign_keys", [], |row| row.get(0))
             .unwrap();
         assert_eq!(fk, 1);
-        // synchronous: 2 = FULL.
+        // synchronous: 1 = NORMAL between the durable commits.
         let sync: i64 = journal
             .conn
             .query_row("PRAGMA synchronous", [], |row| row.get(0))
             .unwrap();
-        assert_eq!(sync, 2);
+        assert_eq!(sync, 1);
         let ids = journal
             .record_pending(&[event("a", None, "backlog")])
             .unwrap();
@@ -940,12 +972,12 @@ mod tests {
                 EventState::Applied
             ]
         );
-        // mark_applied restored synchronous=FULL (2).
+        // The durable writes restored synchronous=NORMAL (1).
         let sync: i64 = journal
             .conn
             .query_row("PRAGMA synchronous", [], |row| row.get(0))
             .unwrap();
-        assert_eq!(sync, 2);
+        assert_eq!(sync, 1);
     }
 
     #[test]
@@ -1101,7 +1133,7 @@ mod tests {
         let review = journal.begin_step(&step("r1", "review", 2)).unwrap();
         assert!(dev < other && other < review);
         journal
-            .end_step(dev, "2025-01-01T00:30:00Z", "completed")
+            .end_step(dev, "2025-01-01T00:30:00Z", "completed", Some("{}"))
             .unwrap();
 
         let steps = journal.steps("r1").unwrap();
@@ -1112,6 +1144,7 @@ mod tests {
                     id: dev,
                     outcome: Some("completed".to_owned()),
                     ended_at: Some("2025-01-01T00:30:00Z".to_owned()),
+                    detail: Some("{}".to_owned()),
                     ..step("r1", "dev", 1)
                 },
                 StepRecord {
@@ -1329,6 +1362,7 @@ mod tests {
                 outcome: None,
                 started_at: "t".into(),
                 ended_at: None,
+                detail: None,
             })
             .unwrap();
         }

@@ -1,13 +1,15 @@
 //! What the engine writes into a story file besides its status: the baseline commit, review
-//! findings (BMad's `### Review Findings` dialect), and a developer's HALT.
+//! findings (BMad's `### Review Findings` dialect), and a developer's HALT. Every write here is
+//! one the next stage depends on, so every failure is an error, never ignored.
 
+use crate::error::EngineError;
 use baton_store::frontmatter::Document;
 use std::fs;
 use std::path::Path;
 
 /// Records the commit a story's work starts from (`baseline_commit`, as BMad 6.8+ does).
-pub fn set_baseline(path: &Path, commit: &str) -> Result<(), String> {
-    let mut doc = Document::load(path).map_err(|e| e.to_string())?;
+pub fn set_baseline(path: &Path, commit: &str) -> Result<(), EngineError> {
+    let mut doc = Document::load(path).map_err(|e| EngineError::file(path, e))?;
     if doc
         .get::<String>("baseline_commit")
         .ok()
@@ -17,8 +19,8 @@ pub fn set_baseline(path: &Path, commit: &str) -> Result<(), String> {
         return Ok(());
     }
     doc.set("baseline_commit", commit)
-        .map_err(|e| e.to_string())?;
-    doc.save().map_err(|e| e.to_string())
+        .map_err(|e| EngineError::file(path, e))?;
+    doc.save().map_err(|e| EngineError::file(path, e))
 }
 
 /// The story's baseline commit, if recorded.
@@ -59,21 +61,22 @@ fn append_under(text: &str, heading: &str, block: &str) -> String {
     }
 }
 
-fn edit(path: &Path, f: impl FnOnce(&str) -> String) -> Result<(), String> {
-    let text =
-        fs::read_to_string(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+fn edit(path: &Path, f: impl FnOnce(&str) -> String) -> Result<(), EngineError> {
+    let text = fs::read_to_string(path).map_err(|e| EngineError::file(path, e))?;
     let new = f(&text);
-    baton_store::atomic::replace_durable(path, new.as_bytes()).map_err(|e| e.to_string())?;
+    // Not flushed: the stage's commit follows, and a story file lost to a power cut is rebuilt
+    // by running the stage again.
+    baton_store::atomic::replace(path, new.as_bytes()).map_err(|e| EngineError::file(path, e))?;
     Ok(())
 }
 
 /// Appends a round of review findings.
-pub fn add_review_findings(path: &Path, markdown: &str) -> Result<(), String> {
+pub fn add_review_findings(path: &Path, markdown: &str) -> Result<(), EngineError> {
     edit(path, |t| append_under(t, "Review Findings", markdown))
 }
 
 /// Records a developer's HALT in the Completion Notes.
-pub fn add_halt(path: &Path, reason: &str) -> Result<(), String> {
+pub fn add_halt(path: &Path, reason: &str) -> Result<(), EngineError> {
     edit(path, |t| {
         append_under(t, "Completion Notes List", &format!("- HALT: {reason}"))
     })

@@ -1,0 +1,314 @@
+//! A workspace: the tree agents work in, the sandbox that confines them, and the one git runner.
+//!
+//! The engine and the workers see a project (or a story's worktree) only as a [`Workspace`]. It
+//! owns the root, the sandbox, the [`git::Git`] runner every git process goes through, and the
+//! snapshots from which an agent's changed files are computed (from git, never from the agent's
+//! words). Snapshots are cheap: after baton's own commit the tree is known to be clean, so the next
+//! snapshot costs no git process, and files baton writes itself are recorded as it writes them
+//! ([`Workspace::touched`]). [`Workspace::worktree`] hands out a workspace on a branch of its own
+//! for work that runs in parallel.
+
+pub mod git;
+
+use crate::sandbox::Sandbox;
+use git::{Git, GitError};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// What the tree looked like at one instant: HEAD and the content of every changed file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    head: Option<String>,
+    dirty: BTreeMap<String, Option<u64>>,
+    repo: bool,
+}
+
+impl Snapshot {
+    /// HEAD at the time (possibly abbreviated when it came from baton's own commit).
+    pub fn head(&self) -> Option<&str> {
+        self.head.as_deref()
+    }
+
+    /// Files that differed from HEAD.
+    pub fn dirty(&self) -> impl Iterator<Item = &str> {
+        self.dirty.keys().map(String::as_str)
+    }
+}
+
+/// The tree agents work in.
+#[derive(Debug)]
+pub struct Workspace {
+    root: PathBuf,
+    sandbox: Arc<Sandbox>,
+    git: Git,
+    prefix: Mutex<Option<String>>,
+    /// The state right after baton's own commit, plus what baton wrote since.
+    known: Mutex<Option<Snapshot>>,
+}
+
+fn content_hash(path: &Path) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let bytes = std::fs::read(path).ok()?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    Some(h.finish())
+}
+
+/// baton's own state is never an agent's work.
+fn is_baton_state(path: &str) -> bool {
+    path.starts_with(".baton/") || path.contains(".baton-tmp-")
+}
+
+impl Workspace {
+    /// A workspace at `root`, confined by `sandbox`, whose git runs without `env_remove`.
+    pub fn new(root: &Path, sandbox: Arc<Sandbox>, env_remove: Vec<String>) -> Workspace {
+        Workspace {
+            root: root.to_path_buf(),
+            sandbox,
+            git: Git::new(root, env_remove),
+            prefix: Mutex::new(None),
+            known: Mutex::new(None),
+        }
+    }
+
+    /// The root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The sandbox.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
+    }
+
+    /// The git runner.
+    pub fn git(&self) -> &Git {
+        &self.git
+    }
+
+    /// The root's path inside its repository, asked once.
+    pub async fn prefix(&self) -> Result<String, GitError> {
+        if let Some(p) = self.prefix.lock().ok().and_then(|p| p.clone()) {
+            return Ok(p);
+        }
+        let p = self.git.prefix().await?;
+        if let Ok(mut cache) = self.prefix.lock() {
+            *cache = Some(p.clone());
+        }
+        Ok(p)
+    }
+
+    /// The current HEAD: known without git right after baton's own commit.
+    pub async fn head(&self) -> Option<String> {
+        let known = self.known.lock().ok().and_then(|k| k.clone());
+        match known.and_then(|k| k.head) {
+            Some(h) => Some(h),
+            None => self.git.head().await,
+        }
+    }
+
+    /// The tree now.
+    pub async fn snapshot(&self) -> Snapshot {
+        if let Some(known) = self.known.lock().ok().and_then(|k| k.clone()) {
+            return known;
+        }
+        let Ok(prefix) = self.prefix().await else {
+            return Snapshot::default(); // not a git repository
+        };
+        let Ok(status) = self.git.status(&prefix).await else {
+            return Snapshot::default();
+        };
+        let dirty = status
+            .files
+            .into_iter()
+            .map(|f| {
+                let hash = content_hash(&self.root.join(&f));
+                (f, hash)
+            })
+            .collect();
+        Snapshot {
+            head: status.head,
+            dirty,
+            repo: true,
+        }
+    }
+
+    /// Files changed since `before` (committed or not, reverts included), relative to the root,
+    /// baton's own state excluded, sorted.
+    pub async fn changed_since(&self, before: &Snapshot) -> Vec<String> {
+        if !before.repo {
+            return Vec::new();
+        }
+        // Whatever happens next, the known state is stale.
+        self.forget();
+        let Ok(prefix) = self.prefix().await else {
+            return Vec::new();
+        };
+        let Ok(now) = self.git.status(&prefix).await else {
+            return Vec::new();
+        };
+        let same_head = match (&before.head, &now.head) {
+            (Some(b), Some(n)) => n.starts_with(b.as_str()),
+            (None, None) => true,
+            _ => false,
+        };
+        let mut files = now.files;
+        if !same_head {
+            // The agent committed: what changed since the old HEAD, committed or not.
+            if let Ok(committed) = self.diff_names(before.head.as_deref()).await {
+                files.extend(committed);
+            }
+        }
+        let mut changed: Vec<String> = files
+            .into_iter()
+            .filter(|f| match before.dirty.get(f) {
+                Some(was) => *was != content_hash(&self.root.join(f)),
+                None => true,
+            })
+            .collect();
+        // A file that was dirty before and is clean again was changed too (reverted).
+        for (f, was) in &before.dirty {
+            if !changed.contains(f) && *was != content_hash(&self.root.join(f)) {
+                changed.push(f.clone());
+            }
+        }
+        changed.retain(|f| !is_baton_state(f));
+        changed.sort();
+        changed.dedup();
+        changed
+    }
+
+    /// Files that differ from `base` (tracked, committed or not) plus untracked ones, relative
+    /// to the root, sorted. `base` `None`: against HEAD.
+    pub async fn changed_from(&self, base: Option<&str>) -> Result<Vec<String>, GitError> {
+        let snapshot = self.snapshot().await;
+        let mut files = match base {
+            Some(b) => self.diff_names(Some(b)).await?,
+            None => Vec::new(),
+        };
+        files.extend(snapshot.dirty.into_keys());
+        files.retain(|f| !is_baton_state(f));
+        files.sort();
+        files.dedup();
+        Ok(files)
+    }
+
+    async fn diff_names(&self, base: Option<&str>) -> Result<Vec<String>, GitError> {
+        // Git's empty tree: the base of a repository that had no commit yet.
+        let base = base.unwrap_or("4b825dc642cb6eb9a060e54bf8d69288fbee4904");
+        if base.starts_with('-') {
+            return Ok(Vec::new());
+        }
+        let out = self
+            .git
+            .run(&[
+                "diff",
+                "--no-ext-diff",
+                "--name-only",
+                "-z",
+                "--no-renames",
+                "--relative",
+                base,
+                "--",
+            ])
+            .await?;
+        Ok(out
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// Commits every change as baton with `message` (hooks off, baton's state excluded). Returns
+    /// the new commit, or `None` when there was nothing to commit.
+    pub async fn commit_all(&self, message: &str) -> Result<Option<String>, GitError> {
+        self.forget();
+        let id = self.git.commit_all(message).await?;
+        if let Some(id) = &id
+            && let Ok(mut known) = self.known.lock()
+        {
+            *known = Some(Snapshot {
+                head: Some(id.clone()),
+                dirty: BTreeMap::new(),
+                repo: true,
+            });
+        }
+        Ok(id)
+    }
+
+    /// Records that baton itself wrote `paths` (absolute or root-relative), so the next snapshot
+    /// does not need git to know them.
+    pub fn touched(&self, paths: &[&Path]) {
+        let Ok(mut known) = self.known.lock() else {
+            return;
+        };
+        let Some(k) = known.as_mut() else {
+            return;
+        };
+        for p in paths {
+            let abs = if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                self.root.join(p)
+            };
+            // Outside the tree: nothing to record.
+            if let Ok(rel) = abs.strip_prefix(&self.root) {
+                let rel = rel.to_string_lossy().replace('\\', "/");
+                k.dirty.insert(rel, content_hash(&abs));
+            }
+        }
+    }
+
+    /// Drops what is known without git (someone other than baton may have changed the tree).
+    pub fn forget(&self) {
+        if let Ok(mut known) = self.known.lock() {
+            *known = None;
+        }
+    }
+
+    /// A workspace on `branch` in a new git worktree at `dir` (created from HEAD if the branch
+    /// does not exist), confined by a sandbox of the same rules rooted there.
+    pub async fn worktree(&self, branch: &str, dir: &Path) -> Result<Workspace, GitError> {
+        if branch.starts_with('-') || branch.contains("..") || branch.contains(char::is_whitespace)
+        {
+            return Err(GitError::Failed {
+                command: "worktree".into(),
+                stderr: format!("`{branch}` is not a valid branch name"),
+            });
+        }
+        let dir_s = dir.to_string_lossy().into_owned();
+        let exists = self
+            .git
+            .run(&[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/{branch}"),
+            ])
+            .await
+            .is_ok();
+        if exists {
+            self.git.run(&["worktree", "add", &dir_s, branch]).await?;
+        } else {
+            self.git
+                .run(&["worktree", "add", "-b", branch, &dir_s])
+                .await?;
+        }
+        let deny: Vec<String> = self
+            .sandbox
+            .deny_patterns()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let sandbox = Sandbox::new(dir, &deny).map_err(|e| GitError::Failed {
+            command: "worktree".into(),
+            stderr: e.to_string(),
+        })?;
+        Ok(Workspace::new(
+            dir,
+            Arc::new(sandbox),
+            self.git.env_remove().to_vec(),
+        ))
+    }
+}

@@ -1,0 +1,423 @@
+//! The engine's only IO seam: a run's shared context, and one story's view of it.
+//!
+//! [`RunCtx`] holds what every story of a run shares — the agents, the sprint ledger (sprint file
+//! and journal), the workspace, the clock, the settings, the event channel and, when a human is
+//! at a terminal, the channel their answers arrive on. [`StoryCtx`] is the per-story view the
+//! driver and the stages work through: it loads a story's facts, journals steps, carries out
+//! moves (with their stage commits), and raises and resolves escalations. Nothing outside these
+//! two types touches a file, the journal or git on a story's behalf.
+
+use crate::clock::Clock;
+use crate::error::EngineError;
+use crate::escalation;
+use crate::protocol::Event;
+use crate::settings::SprintSettings;
+use crate::setup::Setup;
+use crate::sprint_tools::SharedLedger;
+use crate::story_doc;
+use crate::workflows::sprint::report::StoryReport;
+use baton_agent::outcome::{Outcome, Status as AgentStatus};
+use baton_agent::runner::Mode;
+use baton_agent::worker::{Job, Worker};
+use baton_agent::workspace::Workspace;
+use baton_core::dispatch::Stage;
+use baton_core::escalation::{Choice, EscalationKind};
+use baton_core::status::{Status, StatusValue};
+use baton_core::story::{
+    Escalate, EscalationFact, Move, Rules, StagePlan, StepDetail, StepFact, StepOutcome, StoryFacts,
+};
+use baton_store::journal::{EventFilter, Journal, SqliteJournal, StepRecord};
+use baton_store::ledger::{Ledger, Request};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+/// A human's answer arriving from a front end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// This choice (stored form) for this escalation.
+    Chose(i64, String),
+    /// Later (`baton answer`).
+    Later(i64),
+}
+
+/// What every story of a run shares.
+pub struct RunCtx {
+    /// Agents and their shared settings (budget, cancellation, mode).
+    pub setup: Arc<Setup>,
+    /// The sprint ledger.
+    pub ledger: SharedLedger,
+    /// Settings.
+    pub settings: SprintSettings,
+    /// This run's id.
+    pub run_id: String,
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+    /// Where events go.
+    pub events: mpsc::UnboundedSender<Event>,
+    /// Answers from a human at a terminal (`None`: nobody can answer now).
+    pub answers: Option<tokio::sync::Mutex<mpsc::UnboundedReceiver<Answer>>>,
+    /// Stage commits that failed in this run.
+    pub commit_failures: Mutex<Vec<String>>,
+}
+
+impl RunCtx {
+    /// Sends an event (a front end that went away is not the engine's problem).
+    pub fn emit(&self, e: Event) {
+        let _ = self.events.send(e);
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Arc<Workspace> {
+        &self.setup.workspace
+    }
+
+    /// Runs `f` on the ledger.
+    pub fn with_ledger<T>(
+        &self,
+        f: impl FnOnce(&mut Ledger<SqliteJournal>) -> Result<T, EngineError>,
+    ) -> Result<T, EngineError> {
+        let mut guard = self
+            .ledger
+            .lock()
+            .map_err(|_| EngineError::NoLedger("the ledger lock is poisoned".into()))?;
+        match guard.as_mut() {
+            Ok(l) => f(l),
+            Err(why) => Err(EngineError::NoLedger(why.clone())),
+        }
+    }
+
+    /// The effective status of `key`.
+    pub fn status(&self, key: &str) -> Result<StatusValue, EngineError> {
+        self.with_ledger(|l| {
+            l.refresh()?;
+            l.doc()
+                .sprint()
+                .get(key)
+                .map(|e| e.effective())
+                .ok_or_else(|| EngineError::UnknownKey(key.to_owned()))
+        })
+    }
+
+    /// A project path relative to the root, for messages and prompts.
+    pub fn rel(&self, p: &Path) -> String {
+        p.strip_prefix(&self.settings.root)
+            .unwrap_or(p)
+            .display()
+            .to_string()
+    }
+
+    /// The story file of `key`.
+    pub fn story_path(&self, key: &str) -> PathBuf {
+        self.settings.stories_dir.join(format!("{key}.md"))
+    }
+
+    /// Commits everything with `message`, reporting the commit (or why it failed) as an event.
+    pub async fn commit(&self, key: &str, message: String) {
+        match self.workspace().commit_all(&message).await {
+            Ok(Some(_)) => self.emit(Event::Commit {
+                key: key.to_owned(),
+                message,
+            }),
+            Ok(None) => {}
+            Err(e) => {
+                if let Ok(mut f) = self.commit_failures.lock() {
+                    f.push(format!("{message}: {e}"));
+                }
+                self.emit(Event::CommitFailed {
+                    key: key.to_owned(),
+                    message,
+                    error: e.to_string(),
+                });
+            }
+        }
+    }
+
+    /// Facts of `key`, for [`baton_core::story::decide`].
+    pub fn facts(&self, key: &str) -> Result<StoryFacts, EngineError> {
+        let story_path = self.story_path(key);
+        let (status, events, steps, escalations) = self.with_ledger(|l| {
+            l.refresh()?;
+            let status = l
+                .doc()
+                .sprint()
+                .get(key)
+                .map(|e| e.effective())
+                .ok_or_else(|| EngineError::UnknownKey(key.to_owned()))?;
+            let events = l.journal().events(&EventFilter {
+                key: Some(key.to_owned()),
+                ..EventFilter::default()
+            })?;
+            let steps = l.journal().steps_for_key(key)?;
+            let escalations: Vec<_> = l
+                .journal()
+                .escalations(false)?
+                .into_iter()
+                .filter(|e| e.key.as_deref() == Some(key))
+                .collect();
+            Ok((status, events, steps, escalations))
+        })?;
+        let mut entered = BTreeMap::new();
+        for e in &events {
+            if let Some(s) = Status::parse(&e.to) {
+                *entered.entry(s).or_insert(0u32) += 1;
+            }
+        }
+        let status_reason = events
+            .iter()
+            .rev()
+            .find(|e| Some(e.to.as_str()) == Some(status.as_str()))
+            .map(|e| e.reason.clone());
+        let setup = &self.setup;
+        Ok(StoryFacts {
+            key: key.to_owned(),
+            status,
+            status_reason,
+            story_file: self.rel(&story_path),
+            story_file_exists: story_path.is_file(),
+            steps: steps
+                .into_iter()
+                .filter_map(|s| self.step_fact(s))
+                .collect(),
+            escalations: escalations
+                .into_iter()
+                .map(|e| {
+                    let kind = EscalationKind::parse(&e.kind).unwrap_or(EscalationKind::Agent);
+                    EscalationFact {
+                        id: e.id,
+                        kind,
+                        title: e.title,
+                        answer: e.answer.map(|a| Choice::from_stored(Some(kind), &a)),
+                        resolved: e.resolved_at.is_some(),
+                        after_step: e.after_step,
+                    }
+                })
+                .collect(),
+            entered,
+            rules: Rules {
+                dispatch: self.settings.dispatch,
+                max_review_rounds: self.settings.max_review_rounds,
+                min_findings: self.settings.min_findings,
+                loop_limit: self.settings.loop_limit,
+                confirm_done: setup.mode == Mode::Standard
+                    && self.settings.checkpoints.contains(&Status::Done),
+            },
+            budget_exhausted: match setup.budget.check(Default::default()) {
+                baton_core::budget::BudgetState::Exhausted(why) => Some(why),
+                _ => None,
+            },
+            cancelled: setup.cancel.is_cancelled(),
+        })
+    }
+
+    fn step_fact(&self, s: StepRecord) -> Option<StepFact> {
+        // Steps of stages this build does not know (a newer baton) are not this story's facts.
+        let stage = Stage::parse(&s.stage)?;
+        let detail: StepDetail = s
+            .detail
+            .as_deref()
+            .and_then(|d| serde_json::from_str(d).ok())
+            .unwrap_or_default();
+        Some(StepFact {
+            id: s.id,
+            stage,
+            round: s.attempt,
+            outcome: s.outcome.as_deref().and_then(StepOutcome::parse),
+            this_run: s.run_id == self.run_id,
+            detail,
+        })
+    }
+}
+
+/// One story's view of the run.
+pub struct StoryCtx {
+    /// The run.
+    pub run: Arc<RunCtx>,
+    /// The story.
+    pub key: String,
+    /// What the report says of it.
+    pub report: Mutex<StoryReport>,
+}
+
+impl StoryCtx {
+    /// A context for `key`.
+    pub fn new(run: Arc<RunCtx>, key: &str) -> StoryCtx {
+        StoryCtx {
+            run,
+            key: key.to_owned(),
+            report: Mutex::new(StoryReport {
+                key: key.to_owned(),
+                ..StoryReport::default()
+            }),
+        }
+    }
+
+    /// The story file.
+    pub fn story_path(&self) -> PathBuf {
+        self.run.story_path(&self.key)
+    }
+
+    /// Sends an event.
+    pub fn emit(&self, e: Event) {
+        self.run.emit(e);
+    }
+
+    /// The facts [`baton_core::story::decide`] reads.
+    pub fn load_facts(&self) -> Result<StoryFacts, EngineError> {
+        let facts = self.run.facts(&self.key)?;
+        if let Ok(mut r) = self.report.lock() {
+            r.review_rounds = facts.rounds_used();
+        }
+        Ok(facts)
+    }
+
+    /// Journals the start of a step.
+    pub fn begin_step(&self, plan: &StagePlan, started_in: Status) -> Result<i64, EngineError> {
+        let detail = StepDetail {
+            started_in: Some(started_in),
+            agent: Some(plan.agent.to_owned()),
+            ..StepDetail::default()
+        };
+        let step = StepRecord {
+            id: 0,
+            run_id: self.run.run_id.clone(),
+            key: Some(self.key.clone()),
+            stage: plan.stage.to_string(),
+            attempt: plan.round,
+            input_hash: String::new(),
+            outcome: None,
+            started_at: self.run.clock.now().rfc3339,
+            ended_at: None,
+            detail: serde_json::to_string(&detail).ok(),
+        };
+        self.run
+            .with_ledger(|l| Ok(l.journal_mut().begin_step(&step)?))
+    }
+
+    /// Journals how a step ended.
+    pub fn end_step(
+        &self,
+        id: i64,
+        outcome: StepOutcome,
+        detail: &StepDetail,
+    ) -> Result<(), EngineError> {
+        let at = self.run.clock.now().rfc3339;
+        let detail = serde_json::to_string(detail).ok();
+        self.run.with_ledger(|l| {
+            Ok(l.journal_mut()
+                .end_step(id, &at, outcome.as_str(), detail.as_deref())?)
+        })
+    }
+
+    /// Runs `agent` on `task` and accounts its usage in the story's report.
+    pub async fn run_agent(&self, agent: &str, task: &str) -> Outcome {
+        if let Ok(mut r) = self.report.lock() {
+            r.agents.push(agent.to_owned());
+        }
+        let outcome = match self.run.setup.runner(agent) {
+            Ok((runner, def)) => {
+                let job = Job {
+                    agent: def,
+                    task: task.to_owned(),
+                };
+                Worker::run(&runner, &job).await
+            }
+            Err(e) => Outcome {
+                agent: agent.to_owned(),
+                model: String::new(),
+                status: AgentStatus::Failed,
+                reason: Some(e.to_string()),
+                summary: String::new(),
+                files_changed: Vec::new(),
+                usage: Default::default(),
+                cost_usd: 0.0,
+                turns: 0,
+                transcript: None,
+                escalation: None,
+            },
+        };
+        if let Ok(mut r) = self.report.lock() {
+            r.input_tokens += outcome.usage.total_input();
+            r.output_tokens += outcome.usage.output_tokens;
+            r.cost_usd += outcome.cost_usd;
+        }
+        outcome
+    }
+
+    /// The short name of the story in commit subjects (`1-2` of `1-2-login`).
+    fn short(&self) -> String {
+        self.key.split('-').take(2).collect::<Vec<_>>().join("-")
+    }
+
+    /// Commits the story's stage `what` (`story(1-2): dev`).
+    pub async fn commit(&self, what: &str) {
+        let message = format!("story({}): {what}", self.short());
+        self.run.commit(&self.key, message).await;
+    }
+
+    /// Carries out a move: the baseline commit first when development starts, then the durable
+    /// transition, then the stage commit that goes with it.
+    pub async fn transition(&self, m: &Move) -> Result<(), EngineError> {
+        let story = self.story_path();
+        let ws = self.run.workspace();
+        if m.baseline
+            && story.is_file()
+            && let Some(head) = ws.head().await
+        {
+            story_doc::set_baseline(&story, &head)?;
+            ws.touched(&[&story]);
+        }
+        let req = Request {
+            key: self.key.clone(),
+            to: m.to,
+            actor: m.actor,
+            reason: m.reason.clone(),
+            note: None,
+            force: m.force,
+            run_id: Some(self.run.run_id.clone()),
+        };
+        let now = self.run.clock.now();
+        let (applied, sprint_file) = self.run.with_ledger(|l| {
+            let applied = l.transition(&req, &now)?;
+            Ok((applied, l.doc().path().to_path_buf()))
+        })?;
+        if applied.is_empty() {
+            return Err(EngineError::NoProgress {
+                key: self.key.clone(),
+                what: format!("the move to {}", m.to),
+            });
+        }
+        ws.touched(&[&sprint_file, &story]);
+        for a in applied {
+            let (from, _) = StatusValue::parse(&a.from, baton_core::key::classify(&a.key));
+            let Some(to) = Status::parse(&a.to) else {
+                continue;
+            };
+            self.emit(Event::Transition {
+                key: a.key,
+                from,
+                to,
+            });
+        }
+        if let Some(what) = &m.commit {
+            self.commit(what).await;
+        }
+        Ok(())
+    }
+
+    /// Raises an escalation; with a human at the terminal, waits for their answer.
+    pub async fn raise(&self, e: &Escalate, facts: &StoryFacts) -> Result<(), EngineError> {
+        escalation::raise(&self.run, &self.key, e, facts.newest_step_id()).await
+    }
+
+    /// Carries out an answer's move (if any) and marks the escalation resolved.
+    pub async fn resolve(&self, id: i64, then: Option<&Move>) -> Result<(), EngineError> {
+        if let Some(m) = then {
+            self.transition(m).await?;
+        }
+        let at = self.run.clock.now().rfc3339;
+        self.run
+            .with_ledger(|l| Ok(l.journal_mut().resolve_escalation(id, &at)?))
+    }
+}

@@ -1,0 +1,109 @@
+//! An epic's retrospective, held by the scrum master once every story of the epic is done.
+//!
+//! It is owed while the epic's stories are all done and its `epic-N-retrospective` entry is still
+//! `optional` — facts read from the sprint file, so a run killed while the retrospective was being
+//! held owes it again, and the next run holds it. A failed retrospective is reported, never fatal
+//! to the run.
+
+use crate::ctx::{RunCtx, StoryCtx};
+use crate::error::EngineError;
+use crate::prompts;
+use crate::protocol::Event;
+use baton_agent::outcome::Status as AgentStatus;
+use baton_core::actor::Actor;
+use baton_core::dispatch::{self, Stage};
+use baton_core::key::KeyKind;
+use baton_core::status::{Status, StatusValue};
+use baton_core::story::{Move, StagePlan, StepDetail, StepOutcome};
+use std::sync::Arc;
+
+/// The epics whose retrospective is owed, in sprint order.
+pub fn owed(run: &RunCtx) -> Result<Vec<u32>, EngineError> {
+    run.with_ledger(|l| {
+        l.refresh()?;
+        let sprint = l.doc().sprint();
+        Ok(sprint
+            .unique()
+            .filter_map(|e| match e.key.kind() {
+                KeyKind::Retrospective { epic } => Some((epic, e.effective())),
+                _ => None,
+            })
+            .filter(|(epic, status)| {
+                *status == StatusValue::Known(Status::Optional)
+                    && sprint.stories_of(*epic).next().is_some()
+                    && sprint.stories_of(*epic).all(|s| s.effective().is_done())
+            })
+            .map(|(epic, _)| epic)
+            .collect())
+    })
+}
+
+/// Holds the retrospective of `epic`; returns whether it was held.
+pub async fn hold(run: &Arc<RunCtx>, epic: u32) -> Result<bool, EngineError> {
+    let key = format!("epic-{epic}-retrospective");
+    let ctx = StoryCtx::new(run.clone(), &key);
+    let agent = dispatch::agent_for(Stage::Retro);
+    let plan = StagePlan {
+        stage: Stage::Retro,
+        agent,
+        mode: "retro",
+        round: 1,
+        note: None,
+        failing_tests: None,
+    };
+    ctx.emit(Event::Stage {
+        key: key.clone(),
+        stage: Stage::Retro,
+        round: 1,
+        agent: agent.to_owned(),
+    });
+    let dir = run.rel(&run.settings.stories_dir);
+    let task = prompts::render(
+        prompts::RETRO,
+        &[("epic", &epic.to_string()), ("stories_dir", &dir)],
+    );
+    let step = ctx.begin_step(&plan, Status::Optional)?;
+    let outcome = ctx.run_agent(agent, &task).await;
+    let prefix = format!("epic-{epic}-retro");
+    let written = std::fs::read_dir(&run.settings.stories_dir)
+        .map(|r| {
+            r.flatten().any(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with(&prefix) && n.ends_with(".md")
+            })
+        })
+        .unwrap_or(false);
+    let held = outcome.status == AgentStatus::Completed && written;
+    let detail = StepDetail {
+        started_in: Some(Status::Optional),
+        agent: Some(agent.to_owned()),
+        reason: (!held).then(|| {
+            outcome
+                .reason
+                .clone()
+                .unwrap_or_else(|| format!("no `{prefix}*.md` was written"))
+        }),
+        ..StepDetail::default()
+    };
+    let result = if held {
+        StepOutcome::Completed
+    } else {
+        StepOutcome::Failed
+    };
+    ctx.end_step(step, result, &detail)?;
+    if !held {
+        return Ok(false);
+    }
+    ctx.transition(&Move {
+        to: Status::Done,
+        actor: Actor::ScrumMaster,
+        reason: "retrospective held".into(),
+        force: false,
+        commit: None,
+        baseline: false,
+    })
+    .await?;
+    run.commit(&key, format!("epic({epic}): retrospective"))
+        .await;
+    Ok(true)
+}

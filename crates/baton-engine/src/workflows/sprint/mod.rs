@@ -1,0 +1,356 @@
+//! The sprint workflow: stories from backlog to done, enforced by code, resumable at any instant.
+//!
+//! This module is the scheduler: it selects the batch, drives each story (see [`crate::story`])
+//! under the story and run timeouts, holds owed retrospectives, stops at the budget, an open
+//! escalation or cancellation, and writes the report. Every decision about a story is
+//! [`baton_core::story::decide`]'s; state lives in the sprint file, the story files and the
+//! journal only, so a run killed anywhere resumes from them.
+
+pub mod recovery;
+pub mod report;
+
+use crate::clock::{Clock, SystemClock};
+use crate::ctx::{Answer, RunCtx, StoryCtx};
+use crate::error::EngineError;
+use crate::protocol::{EscalationView, Event};
+use crate::settings::SprintSettings;
+use crate::setup::Setup;
+use crate::sprint_tools::SharedLedger;
+use crate::stages::retro;
+use crate::story::{Ended, drive};
+use baton_agent::runner::Mode;
+use baton_core::actor::Actor;
+use baton_core::budget::BudgetState;
+use baton_core::key::KeyKind;
+use baton_core::status::{Status, StatusValue};
+use baton_core::story::{Move, StoryEnd};
+use baton_store::journal::{Journal, RunRecord};
+use report::{RunEnd, SprintReport};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+/// The sprint engine: everything a run needs, wired by the front end.
+pub struct SprintEngine {
+    /// Agents and their shared settings.
+    pub setup: Arc<Setup>,
+    /// The sprint ledger (sprint file + journal).
+    pub ledger: SharedLedger,
+    /// Settings.
+    pub settings: SprintSettings,
+    /// This run's id.
+    pub run_id: String,
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl SprintEngine {
+    /// An engine on the system clock.
+    pub fn new(
+        setup: Arc<Setup>,
+        ledger: SharedLedger,
+        settings: SprintSettings,
+        run_id: String,
+    ) -> SprintEngine {
+        SprintEngine {
+            setup,
+            ledger,
+            settings,
+            run_id,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// The run context, with events going to `events` and answers (if a human can give them)
+    /// coming from `answers`.
+    pub fn context(
+        &self,
+        events: mpsc::UnboundedSender<Event>,
+        answers: Option<mpsc::UnboundedReceiver<Answer>>,
+    ) -> Arc<RunCtx> {
+        Arc::new(RunCtx {
+            setup: self.setup.clone(),
+            ledger: self.ledger.clone(),
+            settings: self.settings.clone(),
+            run_id: self.run_id.clone(),
+            clock: self.clock.clone(),
+            events,
+            answers: answers.map(tokio::sync::Mutex::new),
+            commit_failures: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Runs the batch to its end (preflight is the caller's: see [`recovery::preflight`]).
+    pub async fn run(&self, run: Arc<RunCtx>) -> SprintReport {
+        let mut report = match self.start(&run).await {
+            Ok(()) => run_batch(&run).await,
+            Err(e) => {
+                let mut r = SprintReport::new(&run.run_id);
+                r.end = RunEnd::Failed;
+                r.reason = e.to_string();
+                r
+            }
+        };
+        // Whatever the end, leave nothing of baton's uncommitted (escalation log, review
+        // findings, a needs-intervention status), so the next `baton sprint` starts clean.
+        let short = report.reason.lines().next().unwrap_or_default().to_owned();
+        run.commit(
+            "-",
+            format!(
+                "sprint: run {} {}{}",
+                run.run_id,
+                report.end.as_str(),
+                if short.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {short}")
+                }
+            ),
+        )
+        .await;
+        let failures = run
+            .commit_failures
+            .lock()
+            .map(|f| f.clone())
+            .unwrap_or_default();
+        if let (RunEnd::Completed, Some(first)) = (report.end, failures.first()) {
+            // Work that is not committed is not done: the run did not succeed.
+            report.end = RunEnd::Failed;
+            report.reason = format!(
+                "{} stage commit(s) failed; the work is in the tree, uncommitted (first: {first})",
+                failures.len()
+            );
+        }
+        let at = run.clock.now().rfc3339;
+        let _ = run.with_ledger(|l| {
+            Ok(l.journal_mut()
+                .end_run(&run.run_id, &at, report.end.as_str(), &report.reason)?)
+        });
+        report
+    }
+
+    async fn start(&self, run: &RunCtx) -> Result<(), EngineError> {
+        recovery::tidy(run).await?;
+        let started = run.clock.now().rfc3339;
+        run.with_ledger(|l| {
+            Ok(l.journal_mut().begin_run(&RunRecord {
+                id: run.run_id.clone(),
+                kind: "sprint".into(),
+                started_at: started,
+                ended_at: None,
+                status: "running".into(),
+                reason: None,
+            })?)
+        })
+    }
+}
+
+/// The stories this run takes: explicit ones, else the first `batch` unfinished stories in
+/// sprint order.
+fn select(run: &RunCtx) -> Result<Vec<String>, EngineError> {
+    run.with_ledger(|l| {
+        l.refresh()?;
+        let sprint = l.doc().sprint();
+        if let Some(keys) = &run.settings.stories {
+            for k in keys {
+                match sprint.get(k) {
+                    Some(e) if matches!(e.key.kind(), KeyKind::Story { .. }) => {}
+                    Some(_) => return Err(EngineError::NotAStory(k.clone())),
+                    None => return Err(EngineError::UnknownKey(k.clone())),
+                }
+            }
+            return Ok(keys.clone());
+        }
+        Ok(sprint
+            .unique()
+            .filter(|e| matches!(e.key.kind(), KeyKind::Story { .. }))
+            .filter(|e| match e.effective() {
+                StatusValue::Known(s) => s != Status::Done && s != Status::NeedsIntervention,
+                _ => false,
+            })
+            .take(run.settings.batch.max(1))
+            .map(|e| e.key.as_str().to_owned())
+            .collect())
+    })
+}
+
+/// Holds every owed retrospective (if the project holds them); a failure is reported, never
+/// fatal to the run.
+async fn hold_retrospectives(run: &Arc<RunCtx>) {
+    if !run.settings.retrospective {
+        return;
+    }
+    let Ok(epics) = retro::owed(run) else {
+        return;
+    };
+    for epic in epics {
+        if run.setup.cancel.is_cancelled() {
+            return;
+        }
+        if let Err(e) = retro::hold(run, epic).await {
+            run.emit(Event::Notice {
+                message: format!("the retrospective of epic {epic} was not held: {e}"),
+            });
+        }
+    }
+}
+
+fn budget_exhausted(run: &RunCtx) -> Option<String> {
+    match run.setup.budget.check(Default::default()) {
+        BudgetState::Exhausted(why) => Some(format!("budget: {why}")),
+        _ => None,
+    }
+}
+
+async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
+    let mut report = SprintReport::new(&run.run_id);
+    // Retrospectives a killed run owed come first.
+    hold_retrospectives(run).await;
+    let keys = match select(run) {
+        Ok(k) => k,
+        Err(e) => {
+            report.end = RunEnd::Failed;
+            report.reason = e.to_string();
+            return report;
+        }
+    };
+    report.total = keys.len();
+    run.emit(Event::RunStarted {
+        run_id: run.run_id.clone(),
+        stories: keys.clone(),
+        yolo: run.setup.mode == Mode::Yolo,
+    });
+    // An open escalation of another story blocks new stories (its own story may resume).
+    let open = run
+        .with_ledger(|l| Ok(l.journal().escalations(true)?))
+        .unwrap_or_default();
+    let deadline = tokio::time::Instant::now()
+        .checked_add(run.settings.run_timeout)
+        .unwrap_or_else(far_future);
+    for (i, key) in keys.iter().enumerate() {
+        let left = keys.len() - i;
+        if let Some(e) = open.iter().find(|e| e.key.as_deref() != Some(key.as_str())) {
+            report.end = RunEnd::Paused;
+            report.reason = format!("escalation #{} is open: {}", e.id, e.title);
+            report.escalation = Some(EscalationView::of(e, false));
+            report.skipped += left;
+            break;
+        }
+        let ctx = StoryCtx::new(run.clone(), key);
+        let budget = run
+            .settings
+            .story_timeout
+            .min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+        let ended = match tokio::time::timeout(budget, drive(&ctx)).await {
+            Ok(Ok(end)) => end,
+            Ok(Err(e)) => Ended::Story(intervene(&ctx, e.to_string()).await),
+            Err(_) => {
+                let why = format!("story timed out after {} s", budget.as_secs());
+                Ended::Story(intervene(&ctx, why).await)
+            }
+        };
+        if ended == Ended::Story(StoryEnd::Done) {
+            hold_retrospectives(run).await;
+        }
+        let mut story = ctx.report.lock().map(|r| r.clone()).unwrap_or_default();
+        story.final_status = run.status(key).map(|s| s.to_string()).unwrap_or_default();
+        let (stop, reason) = match ended {
+            Ended::Story(StoryEnd::Done) => {
+                report.completed += 1;
+                (None, None)
+            }
+            Ended::Story(StoryEnd::NeedsIntervention(why)) => {
+                report.failed += 1;
+                (None, Some(why))
+            }
+            Ended::Story(StoryEnd::Skipped(why)) => {
+                report.skipped += 1;
+                (None, Some(why))
+            }
+            Ended::Paused(id) => {
+                report.skipped += 1;
+                let esc = run
+                    .with_ledger(|l| Ok(l.journal().escalations(false)?))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .find(|e| e.id == id);
+                let title = esc.as_ref().map(|e| e.title.clone()).unwrap_or_default();
+                report.escalation = esc.as_ref().map(|e| EscalationView::of(e, false));
+                (
+                    Some((RunEnd::Paused, format!("escalation #{id}: {title}"))),
+                    Some("paused".to_owned()),
+                )
+            }
+            Ended::Story(StoryEnd::Stopped(why)) => {
+                (Some((RunEnd::Stopped, why.clone())), Some(why))
+            }
+            Ended::Story(StoryEnd::Cancelled) => (
+                Some((RunEnd::Cancelled, "cancelled".into())),
+                Some("cancelled".into()),
+            ),
+        };
+        story.error = reason.clone();
+        run.emit(Event::StoryFinished {
+            key: key.clone(),
+            status: run
+                .status(key)
+                .unwrap_or(StatusValue::Unknown(String::new())),
+            reason,
+        });
+        report.stories.push(story);
+        if let Some((end, why)) = stop {
+            report.end = end;
+            report.reason = why;
+            report.skipped += left - 1;
+            return report;
+        }
+        // The budget is checked after each story too.
+        if let Some(why) = budget_exhausted(run) {
+            report.end = RunEnd::Stopped;
+            report.reason = why;
+            report.skipped += left - 1;
+            return report;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            report.end = RunEnd::Failed;
+            report.reason = "run timed out".into();
+            report.skipped += left - 1;
+            return report;
+        }
+    }
+    if report.end == RunEnd::Completed {
+        if report.failed > 0 {
+            report.end = RunEnd::Failed;
+            report.reason = format!("{} stories need intervention", report.failed);
+        } else if report.completed < report.total {
+            report.end = RunEnd::Failed;
+            report.reason = format!(
+                "{} stories could not be worked",
+                report.total - report.completed
+            );
+        } else {
+            report.reason = format!("{} stories done", report.completed);
+        }
+    }
+    report
+}
+
+/// Moves a story the engine could not drive on to `needs-intervention` with `why`.
+async fn intervene(ctx: &StoryCtx, why: String) -> StoryEnd {
+    let m = Move {
+        to: Status::NeedsIntervention,
+        actor: Actor::Orchestrator,
+        reason: why.clone(),
+        force: false,
+        commit: None,
+        baseline: false,
+    };
+    if let Err(e) = ctx.transition(&m).await {
+        return StoryEnd::NeedsIntervention(format!("{why} (and it could not be marked: {e})"));
+    }
+    StoryEnd::NeedsIntervention(why)
+}
+
+/// An instant far enough away to never arrive.
+fn far_future() -> tokio::time::Instant {
+    tokio::time::Instant::now() + std::time::Duration::from_secs(100 * 365 * 24 * 3600)
+}

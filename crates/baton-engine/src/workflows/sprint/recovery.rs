@@ -1,0 +1,150 @@
+//! Before a run: is the project fit for one, and what did a killed run leave behind?
+//!
+//! Preflight refuses a project that is not a git repository and a dirty tree (unless asked, or
+//! unless the dirt is what an interrupted run left, which is kept). Recovery then sweeps temp
+//! files of killed writers and decides who owns a killed run's uncommitted work: the stage whose
+//! result was journaled but not yet carried out (it is committed with that stage when the story
+//! resumes), the step that was cut off (it runs again and commits its work), or the stage whose
+//! status change was made but whose commit the kill prevented (committed now, under that stage's
+//! name).
+
+use crate::ctx::RunCtx;
+use crate::error::EngineError;
+use baton_core::key::KeyKind;
+use baton_core::story::{Decision, decide};
+use baton_store::journal::{EventFilter, Journal, RunRecord};
+
+/// Checks the project can run a sprint; returns notices for the user.
+pub async fn preflight(run: &RunCtx) -> Result<Vec<String>, EngineError> {
+    let ws = run.workspace();
+    let root = &run.settings.root;
+    if !ws.git().is_repo().await {
+        return Err(EngineError::Preflight(format!(
+            "`{}` is not a git repository; baton commits every stage of a story. Run `git init` first.",
+            root.display()
+        )));
+    }
+    let interrupted = interrupted_run(run)?;
+    let snapshot = ws.snapshot().await;
+    let dirty: Vec<&str> = snapshot
+        .dirty()
+        .filter(|p| !p.starts_with(".baton/") && !p.contains(".baton-tmp-"))
+        .collect();
+    if dirty.is_empty() {
+        return Ok(Vec::new());
+    }
+    if let Some(prev) = interrupted {
+        return Ok(vec![format!(
+            "run {} was interrupted; its uncommitted work is kept and the sprint resumes",
+            prev.id
+        )]);
+    }
+    if run.settings.allow_dirty {
+        return Ok(Vec::new());
+    }
+    Err(EngineError::Preflight(format!(
+        "the working tree has uncommitted changes ({}{}); commit or stash them, or pass --allow-dirty",
+        dirty.iter().take(5).copied().collect::<Vec<_>>().join(", "),
+        if dirty.len() > 5 { ", …" } else { "" }
+    )))
+}
+
+/// The newest sprint run, if it never ended.
+fn interrupted_run(run: &RunCtx) -> Result<Option<RunRecord>, EngineError> {
+    run.with_ledger(|l| Ok(l.journal().last_run("sprint")?))
+        .map(|r| r.filter(|r| r.ended_at.is_none() && r.id != run.run_id))
+}
+
+/// Sweeps temp files of killed writers among the stories and settles a killed run's leftovers.
+pub async fn tidy(run: &RunCtx) -> Result<(), EngineError> {
+    if let Ok(entries) = std::fs::read_dir(&run.settings.stories_dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.contains(".baton-tmp-") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let Some(prev) = interrupted_run(run)? else {
+        return Ok(());
+    };
+    if !owned_by_a_step(run, &prev.id)? {
+        let message = recovered_stage(run, &prev.id)
+            .await?
+            .unwrap_or_else(|| format!("sprint: work of interrupted run {}", prev.id));
+        run.commit("-", message).await;
+    }
+    let at = run.clock.now().rfc3339;
+    run.with_ledger(|l| {
+        Ok(l.journal_mut().end_run(
+            &prev.id,
+            &at,
+            "cancelled",
+            "interrupted; resumed by a later run",
+        )?)
+    })
+}
+
+/// Whether the killed run's leftovers belong to its newest step: one cut off before it settled
+/// (it runs again), or one whose result is still to be carried out (its stage commit follows).
+fn owned_by_a_step(run: &RunCtx, run_id: &str) -> Result<bool, EngineError> {
+    let steps = run.with_ledger(|l| Ok(l.journal().steps(run_id)?))?;
+    let Some(last) = steps.last() else {
+        return Ok(false);
+    };
+    let Some(key) = last.key.as_deref() else {
+        return Ok(false);
+    };
+    if !matches!(baton_core::key::classify(key), KeyKind::Story { .. }) {
+        return Ok(false);
+    }
+    if last.outcome.is_none() {
+        return Ok(true);
+    }
+    let facts = run.facts(key)?;
+    Ok(matches!(decide(&facts), Decision::Move(m) if m.commit.is_some()))
+}
+
+/// The stage commit a killed run owed: named after its last transition, unless HEAD already is
+/// that commit.
+async fn recovered_stage(run: &RunCtx, run_id: &str) -> Result<Option<String>, EngineError> {
+    let events = run.with_ledger(|l| Ok(l.journal().events(&EventFilter::default())?))?;
+    let Some(last) = events.iter().rev().find(|e| {
+        e.run_id.as_deref() == Some(run_id)
+            && matches!(baton_core::key::classify(&e.key), KeyKind::Story { .. })
+    }) else {
+        return Ok(None);
+    };
+    let facts = run.facts(&last.key)?;
+    let used = facts.rounds_used();
+    let what = match (last.from.as_deref().unwrap_or_default(), last.to.as_str()) {
+        ("backlog", _) => "create".to_owned(),
+        ("in-progress", "review") if used > 0 => format!("fix round {used}"),
+        ("in-progress", "review") => "dev".to_owned(),
+        ("review", "done") => "review passed".to_owned(),
+        ("e2e-verify", "done") => "verified".to_owned(),
+        ("review" | "e2e-verify", "in-progress") => {
+            // If a fix step settled after the review, the tree holds its work, not the
+            // review's: that is not the review's commit.
+            if facts.last_settled().is_some_and(|s| {
+                matches!(
+                    s.stage,
+                    baton_core::dispatch::Stage::Fix | baton_core::dispatch::Stage::Dev
+                )
+            }) {
+                return Ok(None);
+            }
+            let n = facts
+                .steps
+                .iter()
+                .filter(|s| s.outcome.is_some_and(|o| o.is_rejection()))
+                .count();
+            format!("review round {n}")
+        }
+        _ => return Ok(None),
+    };
+    let short = last.key.split('-').take(2).collect::<Vec<_>>().join("-");
+    let message = format!("story({short}): {what}");
+    let head = run.workspace().git().head_subject().await;
+    Ok((head.as_deref() != Some(message.as_str())).then_some(message))
+}

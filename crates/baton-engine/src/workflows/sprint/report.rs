@@ -1,0 +1,94 @@
+//! The sprint run's report: how the run ended and what each story did.
+
+use crate::protocol::EscalationView;
+use serde::Serialize;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunEnd {
+    /// Every story of the batch is done.
+    Completed,
+    /// Waiting for a human's answer.
+    Paused,
+    /// The budget stopped it.
+    Stopped,
+    /// A story needs intervention, nothing could be done, or something failed.
+    Failed,
+    /// Cancelled (Ctrl-C).
+    Cancelled,
+}
+
+impl RunEnd {
+    /// The journal's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunEnd::Completed => "completed",
+            RunEnd::Paused => "paused",
+            RunEnd::Stopped => "stopped",
+            RunEnd::Failed => "failed",
+            RunEnd::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One story's line of the batch report.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StoryReport {
+    /// Story key.
+    pub key: String,
+    /// Status at the end of the run.
+    pub final_status: String,
+    /// Agents dispatched, in order.
+    pub agents: Vec<String>,
+    /// Fix rounds used (review rounds that requested changes, and failed test runs).
+    pub review_rounds: u32,
+    /// Input tokens.
+    pub input_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Cost in US dollars.
+    pub cost_usd: f64,
+    /// Why it did not finish, if it did not.
+    pub error: Option<String>,
+}
+
+/// The batch report.
+#[derive(Debug, Clone, Serialize)]
+pub struct SprintReport {
+    /// Run id.
+    pub run_id: String,
+    /// How it ended.
+    pub end: RunEnd,
+    /// Why.
+    pub reason: String,
+    /// Stories in the batch.
+    pub total: usize,
+    /// Done.
+    pub completed: usize,
+    /// Need intervention or failed.
+    pub failed: usize,
+    /// Not started or not finished because the run stopped first.
+    pub skipped: usize,
+    /// Per story.
+    pub stories: Vec<StoryReport>,
+    /// The escalation awaiting an answer, if paused.
+    pub escalation: Option<EscalationView>,
+}
+
+impl SprintReport {
+    /// An empty report of run `run_id`.
+    pub fn new(run_id: &str) -> SprintReport {
+        SprintReport {
+            run_id: run_id.to_owned(),
+            end: RunEnd::Completed,
+            reason: String::new(),
+            total: 0,
+            completed: 0,
+            failed: 0,
+            skipped: 0,
+            stories: Vec::new(),
+            escalation: None,
+        }
+    }
+}
