@@ -8,6 +8,7 @@ mod demo;
 mod init;
 mod log;
 mod set;
+mod snapshots;
 mod sprint;
 mod team;
 mod validate;
