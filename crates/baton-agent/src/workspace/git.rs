@@ -303,11 +303,17 @@ impl Status {
 
 /// The lock file named in git's complaint (`Unable to create '/x/.git/index.lock': File exists`).
 fn lock_path(stderr: &str) -> Option<PathBuf> {
-    let start = stderr.find('\'')? + 1;
-    let end = stderr[start..].find('\'')? + start;
-    let path = PathBuf::from(&stderr[start..end]);
-    let name = path.file_name()?.to_string_lossy().into_owned();
-    (name.ends_with(".lock") && path.components().any(|c| c.as_os_str() == ".git")).then_some(path)
+    // Quoted pieces alternate with unquoted ones: every odd piece is quoted.
+    stderr
+        .split('\'')
+        .skip(1)
+        .step_by(2)
+        .map(PathBuf::from)
+        .find(|path| {
+            path.file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with(".lock"))
+                && path.components().any(|c| c.as_os_str() == ".git")
+        })
 }
 
 /// Whether a git process is running with its working directory inside `root` (Linux: read from
@@ -365,6 +371,9 @@ mod tests {
         let e = "fatal: Unable to create '/p/.git/index.lock': File exists.\n\nAnother git process";
         assert_eq!(lock_path(e), Some(PathBuf::from("/p/.git/index.lock")));
         assert_eq!(lock_path("error: 'src/a.lock' is odd"), None);
+        let head =
+            "fatal: cannot lock ref 'HEAD': Unable to create '/p/.git/HEAD.lock': File exists.";
+        assert_eq!(lock_path(head), Some(PathBuf::from("/p/.git/HEAD.lock")));
         assert_eq!(lock_path("no quotes"), None);
     }
 

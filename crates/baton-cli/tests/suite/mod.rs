@@ -7,6 +7,7 @@ mod crash;
 mod demo;
 mod init;
 mod log;
+mod regression;
 mod set;
 mod snapshots;
 mod sprint;

@@ -21,7 +21,7 @@ pub(super) const K3: &str = "2-1-gamma";
 const KEYS: [&str; 3] = [K1, K2, K3];
 
 /// Where the story files go.
-const STORIES: &str = "_bmad-output/implementation-artifacts";
+pub(super) const STORIES: &str = "_bmad-output/implementation-artifacts";
 
 /// A generous wall-clock bound for one `baton` run: a hang guard, not a timing assertion.
 pub(super) const HANG_GUARD: Duration = Duration::from_secs(300);
@@ -123,7 +123,7 @@ pub(super) fn events_and_report(run: &Run) -> (Vec<Value>, Value) {
 }
 
 /// `baton sprint ARGS --json`, asserting the exit code; returns (events, report, run).
-fn sprint_json(p: &Project, args: &[&str], code: i32) -> (Vec<Value>, Value, Run) {
+pub(super) fn sprint_json(p: &Project, args: &[&str], code: i32) -> (Vec<Value>, Value, Run) {
     let mut all = vec!["sprint"];
     all.extend_from_slice(args);
     all.push("--json");
@@ -194,7 +194,7 @@ pub(super) fn git_init(p: &Project) {
 /// Commit subjects, oldest first.
 /// Stage commits, oldest first. The run's own housekeeping commits (`sprint: run … <end>`,
 /// `sprint: work of interrupted run …`) are left out: see `housekeeping`.
-fn subjects(p: &Project) -> Vec<String> {
+pub(super) fn subjects(p: &Project) -> Vec<String> {
     all_subjects(p)
         .into_iter()
         .filter(|s| !s.starts_with("sprint: "))
@@ -218,7 +218,7 @@ fn housekeeping(p: &Project) -> Vec<String> {
 }
 
 /// Uncommitted changes (untracked files included) outside baton's own `.baton/`.
-fn dirty(p: &Project) -> Vec<String> {
+pub(super) fn dirty(p: &Project) -> Vec<String> {
     git(
         p.root(),
         &["status", "--porcelain", "--untracked-files=all"],
@@ -231,18 +231,18 @@ fn dirty(p: &Project) -> Vec<String> {
 
 /// `baton.toml` sections added to the defaults of the test project.
 #[derive(Default, Clone, Copy)]
-struct Toml<'a> {
+pub(super) struct Toml<'a> {
     /// Lines of `[sprint]`.
-    sprint: &'a str,
+    pub(super) sprint: &'a str,
     /// Lines of `[agents]`.
-    agents: &'a str,
+    pub(super) agents: &'a str,
     /// Further tables.
-    tail: &'a str,
+    pub(super) tail: &'a str,
 }
 
 /// A git repository with `baton.toml`, a sprint file holding [`KEYS`] in backlog, `.baton/` with
 /// its `.gitignore`, and `script` as `.baton/scripts/t.yaml`.
-fn sprint_project(toml: Toml<'_>, script: &Script) -> Project {
+pub(super) fn sprint_project(toml: Toml<'_>, script: &Script) -> Project {
     let p = Project::empty();
     p.write(
         "baton.toml",
@@ -270,13 +270,13 @@ fn sprint_project(toml: Toml<'_>, script: &Script) -> Project {
 }
 
 /// `key → status` of the sprint file (effective statuses, as `baton status --json` shows them).
-fn statuses(p: &Project) -> BTreeMap<String, String> {
+pub(super) fn statuses(p: &Project) -> BTreeMap<String, String> {
     let run = baton(p, &["status", "--json"]).expect_code(0);
     super::common::statuses_of(&super::common::parse_json(&run))
 }
 
 /// `(from, to)` of every applied journal event of `key`, oldest first.
-fn transitions(p: &Project, key: &str) -> Vec<(String, String)> {
+pub(super) fn transitions(p: &Project, key: &str) -> Vec<(String, String)> {
     journal(p)
         .iter()
         .filter(|e| e["key"] == key)
@@ -285,7 +285,7 @@ fn transitions(p: &Project, key: &str) -> Vec<(String, String)> {
 }
 
 /// Every applied journal event (`baton log --json`), oldest first.
-fn journal(p: &Project) -> Vec<Value> {
+pub(super) fn journal(p: &Project) -> Vec<Value> {
     let run = baton(p, &["log", "--json"]).expect_code(0);
     match super::common::parse_json(&run) {
         Value::Array(mut events) => {
@@ -297,14 +297,14 @@ fn journal(p: &Project) -> Vec<Value> {
 }
 
 /// `(from, to)` pairs, for comparisons.
-fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+pub(super) fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter()
         .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
         .collect()
 }
 
 /// The life of a story that passed its first review.
-const STRAIGHT: [(&str, &str); 4] = [
+pub(super) const STRAIGHT: [(&str, &str); 4] = [
     ("backlog", "ready-for-dev"),
     ("ready-for-dev", "in-progress"),
     ("in-progress", "review"),
@@ -327,7 +327,7 @@ fn event_transitions(events: &[Value]) -> Vec<(String, String, String)> {
 }
 
 /// Stage events `(key, stage, round)` of a `--json` run.
-fn stages(events: &[Value]) -> Vec<(String, String, u64)> {
+pub(super) fn stages(events: &[Value]) -> Vec<(String, String, u64)> {
     events
         .iter()
         .filter(|e| e["event"] == "stage")
@@ -342,7 +342,7 @@ fn stages(events: &[Value]) -> Vec<(String, String, u64)> {
 }
 
 /// Open escalations (`baton escalations --json`).
-fn open_escalations(p: &Project) -> Vec<Value> {
+pub(super) fn open_escalations(p: &Project) -> Vec<Value> {
     let run = baton(p, &["escalations", "--json"]).expect_code(0);
     match super::common::parse_json(&run) {
         Value::Array(v) => v,
@@ -356,7 +356,7 @@ fn story_file(p: &Project, key: &str) -> String {
 }
 
 /// `1-1` of `1-1-alpha`: the short key of commit messages.
-fn short(key: &str) -> String {
+pub(super) fn short(key: &str) -> String {
     key.split('-').take(2).collect::<Vec<_>>().join("-")
 }
 
@@ -383,7 +383,7 @@ pub(super) fn call(name: &str, arguments: Value) -> Value {
 /// A script for the script provider, written as JSON.
 #[derive(Default, Clone)]
 pub(super) struct Script {
-    turns: Vec<Value>,
+    pub(super) turns: Vec<Value>,
 }
 
 impl Script {
@@ -413,7 +413,7 @@ impl Script {
     }
 
     /// The scrum master writes the story file of `key`.
-    fn create(self, key: &str) -> Script {
+    pub(super) fn create(self, key: &str) -> Script {
         let path = format!("{STORIES}/{key}.md");
         let story = format!(
             "# Story {key}\n\nStatus: ready-for-dev\n\n## Story\n\nAs a tester, I want `{key}`, so \
@@ -441,7 +441,7 @@ impl Script {
 
     /// The developer implements `key`: writes `src/<key>.rs`, fills the File List, and (if
     /// `passing`) writes `tests-pass`; then claims success either way.
-    fn develop(self, key: &str, passing: bool) -> Script {
+    pub(super) fn develop(self, key: &str, passing: bool) -> Script {
         let mut calls = vec![
             call(
                 "write_file",
@@ -479,7 +479,7 @@ impl Script {
     /// Fix round `round` of `key`, answering only a task whose text (after the round's header)
     /// contains `must_see` (a regex): writes `src/<key>-fix<round>.rs`, and `tests-pass` if
     /// `passing`.
-    fn fix(self, key: &str, round: u32, must_see: &str, passing: bool) -> Script {
+    pub(super) fn fix(self, key: &str, round: u32, must_see: &str, passing: bool) -> Script {
         let file = format!("src/{key}-fix{round}.rs");
         let mut calls = vec![call(
             "write_file",
@@ -509,7 +509,7 @@ impl Script {
     }
 
     /// The reviewer's answer to review round `round` of `key`.
-    fn review(self, key: &str, round: u32, answer: &str) -> Script {
+    pub(super) fn review(self, key: &str, round: u32, answer: &str) -> Script {
         self.turn(
             "reviewer",
             &re(&format!(
@@ -521,7 +521,7 @@ impl Script {
     }
 
     /// A whole story that passes at once.
-    fn straight(self, key: &str) -> Script {
+    pub(super) fn straight(self, key: &str) -> Script {
         self.create(key).develop(key, true).review(
             key,
             1,
@@ -566,7 +566,7 @@ pub(super) fn pass_verdict(summary: &str) -> String {
 }
 
 /// A fail whose one blocking finding is `issue`.
-fn fail_verdict(issue: &str) -> String {
+pub(super) fn fail_verdict(issue: &str) -> String {
     verdict(
         false,
         &[

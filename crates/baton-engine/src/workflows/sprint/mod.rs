@@ -203,8 +203,6 @@ fn budget_exhausted(run: &RunCtx) -> Option<String> {
 
 async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
     let mut report = SprintReport::new(&run.run_id);
-    // Retrospectives a killed run owed come first.
-    hold_retrospectives(run).await;
     let keys = match select(run) {
         Ok(k) => k,
         Err(e) => {
@@ -219,6 +217,8 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
         stories: keys.clone(),
         yolo: run.setup.mode == Mode::Yolo,
     });
+    // Retrospectives an earlier (killed) run owed come first.
+    hold_retrospectives(run).await;
     // An open escalation of another story blocks new stories (its own story may resume).
     let open = run
         .with_ledger(|l| Ok(l.journal().escalations(true)?))

@@ -1,0 +1,295 @@
+//! One test per fixed resume or interruption fault of the sprint loop, found by killing or
+//! interrupting `baton sprint` at chosen instants. Each drives the real binary on a real git
+//! repository with the script provider (helpers shared with `sprint.rs`).
+
+use super::common::Project;
+use super::sprint::{
+    HANG_GUARD, K1, K2, STORIES, Script, Toml, baton, call, command, dirty, git, open_escalations,
+    pass_verdict, re, short, sprint_json, sprint_project, statuses, subjects,
+};
+use serde_json::json;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// Waits until `done()` holds while `child` runs; fails if it exits first or never gets there.
+fn wait_for(child: &mut Child, what: &str, done: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            panic!("the run ended ({st}) before {what}");
+        }
+        assert!(started.elapsed() < HANG_GUARD, "never saw {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn sprint_text(p: &Project) -> String {
+    std::fs::read_to_string(p.sprint_path()).unwrap_or_default()
+}
+
+/// The scrum master holds epic `epic`'s retrospective (writes its file), after `delay_ms`.
+fn retro(script: Script, epic: u32, delay_ms: u64) -> Script {
+    let path = format!("{STORIES}/epic-{epic}-retro.md");
+    let write = json!({
+        "agent": "scrum-master",
+        "repeat": true,
+        "match": re(&format!("Hold the retrospective of epic {epic}")),
+        "text": "Looking back.",
+        "delay_ms": delay_ms,
+        "tool_calls": [call("write_file", json!({ "path": path, "content": "# Retro\n\n- went well\n" }))],
+    });
+    script.raw(write).turn(
+        "scrum-master",
+        &re(&format!("to `{path}`")),
+        "The retrospective is written.",
+        vec![],
+    )
+}
+
+#[test]
+fn a_retrospective_killed_while_it_runs_is_held_by_the_next_run() {
+    let toml = Toml {
+        sprint: "retrospective = true",
+        ..Toml::default()
+    };
+    let stalling = retro(Script::new().straight(K1).straight(K2), 1, 600_000);
+    let p = sprint_project(toml, &stalling);
+    let mut child = command(&p, &["sprint", "--yolo", "--json", "--batch", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn baton");
+    wait_for(&mut child, "the retrospective started", || {
+        sprint_text(&p).contains(&format!("{K2}: done"))
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    assert_eq!(statuses(&p)["epic-1-retrospective"], "optional");
+
+    retro(Script::new().straight(K1).straight(K2), 1, 0).install(&p);
+    let (_, report, run) = sprint_json(&p, &["--yolo", "--allow-dirty", "--stories", K2], 0);
+    assert_eq!(report["end"], "completed", "{}", run.describe());
+    assert_eq!(
+        statuses(&p)["epic-1-retrospective"],
+        "done",
+        "{}",
+        run.describe()
+    );
+    assert!(
+        subjects(&p).contains(&"epic(1): retrospective".to_owned()),
+        "{:?}",
+        subjects(&p)
+    );
+}
+
+#[test]
+fn a_story_file_written_before_its_transition_is_committed_under_its_own_stage() {
+    // The scrum master writes K2's story file, then stalls before its final answer.
+    let mut stalling = Script::new().straight(K1).create(K2);
+    let last = stalling.turns.last_mut().expect("the final create turn");
+    last["delay_ms"] = json!(600_000);
+    let p = sprint_project(Toml::default(), &stalling);
+    let mut child = command(&p, &["sprint", "--yolo", "--json", "--batch", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn baton");
+    let story = p.root().join(format!("{STORIES}/{K2}.md"));
+    wait_for(&mut child, "K2's story file", || story.is_file());
+    std::thread::sleep(Duration::from_millis(100));
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    assert_eq!(statuses(&p)[K2], "backlog");
+
+    Script::new().straight(K1).straight(K2).install(&p);
+    let (_, report, run) = sprint_json(&p, &["--yolo", "--stories", K2], 0);
+    assert_eq!(report["end"], "completed", "{}", run.describe());
+    let (s1, s2) = (short(K1), short(K2));
+    assert_eq!(
+        subjects(&p),
+        [
+            "init".to_owned(),
+            format!("story({s1}): create"),
+            format!("story({s1}): dev"),
+            format!("story({s1}): review passed"),
+            format!("story({s2}): create"),
+            format!("story({s2}): dev"),
+            format!("story({s2}): review passed"),
+        ]
+    );
+    // K2's story file went in with K2's create, not with a commit of the killed run.
+    let first = git(
+        p.root(),
+        &[
+            "log",
+            "--format=%s",
+            "--diff-filter=A",
+            "--",
+            &format!("{STORIES}/{K2}.md"),
+        ],
+    );
+    assert_eq!(first.trim(), format!("story({s2}): create"));
+    assert_eq!(dirty(&p), Vec::<String>::new());
+}
+
+/// Sends SIGINT to the process group `pgid`, as a terminal's Ctrl-C does.
+fn interrupt_group(pgid: u32) {
+    let ok = std::process::Command::new("kill")
+        .args(["-s", "INT", "--", &format!("-{pgid}")])
+        .status()
+        .expect("kill(1)")
+        .success();
+    assert!(ok, "could not signal the process group");
+}
+
+#[test]
+fn ctrl_c_during_the_orchestrators_test_run_is_an_interruption_not_a_verdict() {
+    use std::os::unix::process::CommandExt;
+    let toml = Toml {
+        sprint: "max_review_rounds = 1",
+        ..Toml::default()
+    };
+    let script = Script::new().straight(K1);
+    let p = sprint_project(toml, &script);
+    // Tests that announce themselves and then take long enough to be interrupted.
+    let slow = "[sprint]\ntest_command = [\"sh\", \"-c\", \"touch .baton/tests-started; sleep 60\"]\nmax_review_rounds = 1\n\n[agents]\nmodel = \"script/t\"\n";
+    p.write("baton.toml", slow);
+    git(p.root(), &["commit", "-qam", "slow tests"]);
+    let started = p.root().join(".baton/tests-started");
+    // More interruptions than there are fix rounds: none of them may count as one.
+    for round in 0..3 {
+        let _ = std::fs::remove_file(&started);
+        let mut cmd = command(&p, &["sprint", "--yolo", "--stories", K1]);
+        let log = std::fs::File::create(p.root().join(".baton/ctrl-c.log")).expect("log");
+        cmd.stdout(Stdio::null()).stderr(log).process_group(0);
+        let mut child = cmd.spawn().expect("spawn baton");
+        let log_path = p.root().join(".baton/ctrl-c.log");
+        let started_ok = {
+            let t = Instant::now();
+            loop {
+                if started.exists() {
+                    break true;
+                }
+                if child.try_wait().expect("try_wait").is_some() || t.elapsed() > HANG_GUARD {
+                    break false;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        };
+        assert!(
+            started_ok,
+            "round {round}: the run ended before the test run:\n{}",
+            std::fs::read_to_string(&log_path).unwrap_or_default()
+        );
+        interrupt_group(child.id());
+        let t = Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().expect("try_wait") {
+                break st;
+            }
+            assert!(
+                t.elapsed() < HANG_GUARD,
+                "round {round}: Ctrl-C did not stop the run"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(
+            status.code(),
+            Some(1),
+            "round {round}: a cancelled run exits 1"
+        );
+        assert_eq!(statuses(&p)[K1], "in-progress", "round {round}");
+        assert!(open_escalations(&p).is_empty(), "round {round}");
+    }
+    // With tests that pass, the story goes straight through: no round was used up.
+    p.write(
+        "baton.toml",
+        "[sprint]\ntest_command = [\"cat\", \"tests-pass\"]\nmax_review_rounds = 1\n\n[agents]\nmodel = \"script/t\"\n",
+    );
+    let (events, report, run) = sprint_json(&p, &["--yolo", "--allow-dirty", "--stories", K1], 0);
+    assert_eq!(
+        report["stories"][0]["review_rounds"],
+        0,
+        "{}",
+        run.describe()
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| e["event"] == "stage" && e["stage"] == "fix"),
+        "an interrupted test run sent the story into a fix round"
+    );
+    assert_eq!(statuses(&p)[K1], "done");
+}
+
+#[test]
+fn stale_git_locks_left_by_a_killed_git_are_cleared_and_the_stages_committed() {
+    let p = sprint_project(Toml::default(), &Script::new().straight(K1));
+    for lock in [".git/index.lock", ".git/HEAD.lock"] {
+        std::fs::write(p.root().join(lock), "").expect("lock");
+    }
+    let (_, report, run) = sprint_json(&p, &["--yolo", "--stories", K1], 0);
+    assert_eq!(report["end"], "completed", "{}", run.describe());
+    let sh = short(K1);
+    assert_eq!(
+        subjects(&p),
+        [
+            "init".to_owned(),
+            format!("story({sh}): create"),
+            format!("story({sh}): dev"),
+            format!("story({sh}): review passed"),
+        ]
+    );
+    assert!(!p.root().join(".git/index.lock").exists());
+    assert_eq!(dirty(&p), Vec::<String>::new());
+}
+
+#[test]
+fn a_run_whose_stage_commits_fail_does_not_report_success() {
+    let p = sprint_project(Toml::default(), &Script::new().straight(K1));
+    // An index git cannot write: every stage commit fails.
+    let index = p.root().join(".git/index");
+    std::fs::remove_file(&index).expect("index");
+    std::fs::create_dir(&index).expect("index as a directory");
+    let (events, report, run) = sprint_json(&p, &["--yolo", "--stories", K1], 1);
+    assert_eq!(report["end"], "failed", "{}", run.describe());
+    assert!(
+        report["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("commit")),
+        "{report:#}"
+    );
+    assert!(
+        events.iter().any(|e| e["event"] == "commit_failed"),
+        "{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn a_baseline_commit_an_agent_wrote_in_any_script_cannot_crash_the_review() {
+    let script = Script::new().review(K1, 1, &pass_verdict("fine"));
+    let p = sprint_project(Toml::default(), &script);
+    baton(
+        &p,
+        &[
+            "set",
+            K1,
+            "review",
+            "--force",
+            "--reason",
+            "set up for the test",
+        ],
+    )
+    .expect_code(0);
+    let story = format!(
+        "---\nbaseline_commit: \"aéééééééééé€€€€\"\n---\n# Story {K1}\n\nStatus: review\n\n## Dev Agent Record\n\n### File List\n"
+    );
+    p.write(&format!("{STORIES}/{K1}.md"), &story);
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-qm", "a story under review"]);
+    let (_, report, run) = sprint_json(&p, &["--yolo", "--stories", K1], 0);
+    assert_eq!(report["end"], "completed", "{}", run.describe());
+    assert!(!run.stderr.contains("panicked"), "{}", run.describe());
+}
