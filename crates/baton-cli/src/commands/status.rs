@@ -8,7 +8,7 @@ use baton_core::next::{NextAction, next_action};
 use baton_core::status::Status;
 use baton_core::validate::{self, Options, Problem, ProblemKind, Severity};
 use baton_store::ledger::Now;
-use baton_store::sprint_file::{LoadError, SprintDoc};
+use baton_store::sprint_file::{LoadError, SprintDoc, diagnose};
 use comfy_table::{Table, presets::NOTHING};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -21,7 +21,7 @@ const SCHEMA_VERSION: u32 = 1;
 struct Row {
     key: String,
     kind: &'static str,
-    epic: Option<u32>,
+    epic: Option<baton_core::key::EpicId>,
     status: String,
     file_status: Option<String>,
     extended: bool,
@@ -63,17 +63,27 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
     let cfg = crate::project::config(root)?;
     crate::project::require_sprint(&cfg)?;
     let file = cfg.sprint_status.display().to_string();
+    crate::project::require_bmad_sprint(&cfg)?;
     let doc = match SprintDoc::load(&cfg.sprint_status) {
         Ok(doc) => doc,
         Err(err) if args.validate => {
-            let p = syntax_problem(&err);
+            // Report every entry baton cannot handle, not just the first.
+            let text = std::fs::read(&cfg.sprint_status).unwrap_or_default();
+            let mut all: Vec<Problem> =
+                diagnose(&cfg.sprint_status, &String::from_utf8_lossy(&text))
+                    .iter()
+                    .map(syntax_problem)
+                    .collect();
+            if all.is_empty() {
+                all.push(syntax_problem(&err));
+            }
             if args.json {
                 let out = serde_json::json!({
-                    "schema_version": SCHEMA_VERSION, "file": file, "valid": false, "problems": [p],
+                    "schema_version": SCHEMA_VERSION, "file": file, "valid": false, "problems": all,
                 });
                 println!("{}", serde_json::to_string_pretty(&out)?);
             } else {
-                print_problems(&file, &[p]);
+                print_problems(&file, &all);
             }
             return Ok(Code::Error);
         }
@@ -192,6 +202,7 @@ fn print_problems(file: &str, problems: &[Problem]) {
 }
 
 fn print_board(board: &Board) {
+    println!("sprint file: {}", board.file);
     println!(
         "{}{}",
         board.project.as_deref().unwrap_or("sprint"),
