@@ -57,6 +57,9 @@ pub enum ProblemKind {
     Syntax,
     /// The file and the journal disagree: the file was changed outside baton.
     JournalMismatch,
+    /// A story file's status differs from the sprint file's (reported by the front end,
+    /// which reads story files).
+    StoryFileMismatch,
 }
 
 /// One problem.

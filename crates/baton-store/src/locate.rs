@@ -269,10 +269,11 @@ pub fn locate(root: &Path) -> Layout {
         .as_ref()
         .and_then(|c| {
             c.planning_artifacts.clone().or_else(|| {
-                c.output_folder
-                    .as_ref()
-                    .map(|of| of.join("planning-artifacts"))
-                    .filter(|p| p.is_dir())
+                // v6 alpha kept planning documents in the output folder itself.
+                c.output_folder.as_ref().map(|of| {
+                    let nested = of.join("planning-artifacts");
+                    if nested.is_dir() { nested } else { of.clone() }
+                })
             })
         })
         .unwrap_or_else(|| root.join("_bmad-output/planning-artifacts"));

@@ -320,6 +320,36 @@ pub fn find(dir: &Path, key: &str) -> Option<PathBuf> {
     None
 }
 
+/// Every `*.md` file in `dir` and its subfolders (up to three levels down, hidden folders
+/// skipped), by file stem: the story files of a sprint, found in one walk. The shallowest file
+/// wins when a stem repeats, as in [`find`].
+pub fn index(dir: &Path) -> std::collections::HashMap<String, PathBuf> {
+    let mut out = std::collections::HashMap::new();
+    let mut level = vec![dir.to_path_buf()];
+    for depth in 0..4 {
+        let mut next = Vec::new();
+        for d in &level {
+            let Ok(read) = fs::read_dir(d) else { continue };
+            let mut entries: Vec<fs::DirEntry> = read.flatten().collect();
+            entries.sort_by_key(fs::DirEntry::path);
+            for e in entries {
+                let Ok(ft) = e.file_type() else { continue };
+                let path = e.path();
+                let name = e.file_name().to_string_lossy().into_owned();
+                if ft.is_dir() {
+                    if depth < 3 && !name.starts_with('.') {
+                        next.push(path);
+                    }
+                } else if let Some(stem) = name.strip_suffix(".md") {
+                    out.entry(stem.to_owned()).or_insert(path);
+                }
+            }
+        }
+        level = next;
+    }
+    out
+}
+
 /// Reads the status of the story file at `path` (`Ok(None)` when the file states none).
 pub fn read_status_at(path: &Path) -> Result<Option<StatusLine>, StoryFileError> {
     let text = read_text(path)?;
@@ -626,6 +656,9 @@ mod tests {
         fs::write(dir.path().join(".hidden/2-2-b.md"), "x").unwrap();
         assert_eq!(find(dir.path(), "2-1-a"), Some(sub.join("2-1-a.md")));
         assert_eq!(find(dir.path(), "2-2-b"), None);
+        let idx = index(dir.path());
+        assert_eq!(idx.get("2-1-a"), Some(&sub.join("2-1-a.md")));
+        assert!(!idx.contains_key("2-2-b"));
         fs::write(dir.path().join("2-1-a.md"), "Status: review\n").unwrap();
         assert_eq!(find(dir.path(), "2-1-a"), Some(dir.path().join("2-1-a.md")));
         assert_eq!(
