@@ -83,8 +83,7 @@ pub fn require_sprint(cfg: &Config) -> Result<()> {
 /// that everything is done.
 pub fn require_bmad_sprint(cfg: &Config) -> Result<()> {
     let path = &cfg.sprint_status;
-    let text = std::fs::read(path)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    let text = std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
     if !locate::looks_like_sprint_file(&String::from_utf8_lossy(&text)) {
         anyhow::bail!(
             "`{}` is not a BMad sprint file (it has no `development_status` mapping); create one with BMad's sprint-planning workflow, or set `paths.sprint_status` in `{}` to your BMad sprint file",

@@ -341,9 +341,7 @@ fn stranded_stories(sprint: &Sprint, epics: &HashSet<EpicId>) -> Vec<Stranded> {
     for e in sprint.unique() {
         match e.key.kind() {
             KeyKind::Epic { .. } => candidate = None,
-            KeyKind::Malformed
-                if e.key.as_str().to_ascii_lowercase().starts_with("epic") =>
-            {
+            KeyKind::Malformed if e.key.as_str().to_ascii_lowercase().starts_with("epic") => {
                 candidate = Some(e.line);
             }
             KeyKind::Story { epic, .. } if !epics.contains(&epic) => {

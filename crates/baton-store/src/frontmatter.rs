@@ -878,7 +878,8 @@ impl Document {
         let Ok(rendered) = serde_saphyr::to_string(&steps) else {
             return Ok(false);
         };
-        let Ok(expected) = serde_saphyr::from_str_with_options::<AnyValue>(&rendered, yaml_options())
+        let Ok(expected) =
+            serde_saphyr::from_str_with_options::<AnyValue>(&rendered, yaml_options())
         else {
             return Ok(false);
         };
@@ -1767,7 +1768,10 @@ mod tests {
         assert!(d.push_step_completed(3).unwrap());
         assert_eq!(
             d.to_string(),
-            block.replace("\"step-02-vision.md\"\n", "\"step-02-vision.md\"\n    - 3\n")
+            block.replace(
+                "\"step-02-vision.md\"\n",
+                "\"step-02-vision.md\"\n    - 3\n"
+            )
         );
         assert_eq!(
             d.steps_completed().unwrap(),

@@ -114,8 +114,7 @@ pub fn read_config(root: &Path) -> Option<BmadConfig> {
         let Ok(text) = fs::read_to_string(&path) else {
             continue;
         };
-        let Ok(serde_json::Value::Object(map)) =
-            serde_saphyr::from_str::<serde_json::Value>(&text)
+        let Ok(serde_json::Value::Object(map)) = serde_saphyr::from_str::<serde_json::Value>(&text)
         else {
             continue;
         };
@@ -139,9 +138,13 @@ pub fn read_config(root: &Path) -> Option<BmadConfig> {
 pub fn looks_like_sprint_file(text: &str) -> bool {
     text.lines().any(|l| {
         let l = l.strip_prefix('\u{feff}').unwrap_or(l);
-        ["development_status:", "\"development_status\":", "'development_status':"]
-            .iter()
-            .any(|k| l.starts_with(k))
+        [
+            "development_status:",
+            "\"development_status\":",
+            "'development_status':",
+        ]
+        .iter()
+        .any(|k| l.starts_with(k))
     })
 }
 
@@ -375,7 +378,10 @@ mod tests {
         );
         let l = locate(e.path());
         assert_eq!(l.sprint_status, None);
-        assert_eq!(l.sprint_default, e.path().join("out/impl/sprint-status.yaml"));
+        assert_eq!(
+            l.sprint_default,
+            e.path().join("out/impl/sprint-status.yaml")
+        );
         let only_foreign = tempfile::tempdir().unwrap();
         write(only_foreign.path(), "docs/sprint-status.yaml", "a: 1\n");
         let l = locate(only_foreign.path());

@@ -165,9 +165,15 @@ fn status_value(content: &str) -> Option<(Range<usize>, StatusForm)> {
         form = StatusForm::Heading;
     }
     let rest = &content[lead..];
-    let label = ["Status:", "**Status:**", "**Status**:", "*Status:*", "__Status:__"]
-        .into_iter()
-        .find(|l| rest.starts_with(l))?;
+    let label = [
+        "Status:",
+        "**Status:**",
+        "**Status**:",
+        "*Status:*",
+        "__Status:__",
+    ]
+    .into_iter()
+    .find(|l| rest.starts_with(l))?;
     let start = lead + label.len();
     let mut end = content.len();
     if let Some(comment) = content[start..].find("<!--") {
@@ -621,13 +627,41 @@ mod tests {
     #[test]
     fn every_dialect_is_read_and_rewritten_in_its_own_form() {
         let cases: [(&str, StatusForm, &str); 7] = [
-            ("# Story 1.1: T\n\n## Status: drafted\n\n## Story\n", StatusForm::Heading, "drafted"),
-            ("# Story 1.1: T\n\n## Status: **review** ##\n", StatusForm::Heading, "review"),
-            ("# Story 1.1: T\n\n> **Status:** ready-for-dev\n> **Epic:** 1\n", StatusForm::Quote, "ready-for-dev"),
-            ("# Story 1.1: T\n\n## Status\n\nin-progress\n\n## Story\n", StatusForm::HeadingNextLine, "in-progress"),
-            ("# Story 1.1: T\n\n## Status\n**done**\n", StatusForm::HeadingNextLine, "done"),
-            ("---\nepic: 1\nstatus: 'review'  # set by dev\n---\n# Story 1.1: T\n\n## Story\n", StatusForm::Frontmatter, "review"),
-            ("# Story 1.1: T\n\n**Status:** backlog\n", StatusForm::Line, "backlog"),
+            (
+                "# Story 1.1: T\n\n## Status: drafted\n\n## Story\n",
+                StatusForm::Heading,
+                "drafted",
+            ),
+            (
+                "# Story 1.1: T\n\n## Status: **review** ##\n",
+                StatusForm::Heading,
+                "review",
+            ),
+            (
+                "# Story 1.1: T\n\n> **Status:** ready-for-dev\n> **Epic:** 1\n",
+                StatusForm::Quote,
+                "ready-for-dev",
+            ),
+            (
+                "# Story 1.1: T\n\n## Status\n\nin-progress\n\n## Story\n",
+                StatusForm::HeadingNextLine,
+                "in-progress",
+            ),
+            (
+                "# Story 1.1: T\n\n## Status\n**done**\n",
+                StatusForm::HeadingNextLine,
+                "done",
+            ),
+            (
+                "---\nepic: 1\nstatus: 'review'  # set by dev\n---\n# Story 1.1: T\n\n## Story\n",
+                StatusForm::Frontmatter,
+                "review",
+            ),
+            (
+                "# Story 1.1: T\n\n**Status:** backlog\n",
+                StatusForm::Line,
+                "backlog",
+            ),
         ];
         for (text, form, value) in cases {
             assert_eq!(status_form(text), Some(form), "{text}");
@@ -635,7 +669,11 @@ mod tests {
             let out = set_status(text, "in-review-x");
             assert_eq!(out, text.replacen(value, "in-review-x", 1), "{text}");
             assert_eq!(status_form(&out), Some(form));
-            assert_eq!(out.matches("in-review-x").count(), 1, "no second status line");
+            assert_eq!(
+                out.matches("in-review-x").count(),
+                1,
+                "no second status line"
+            );
         }
     }
 
@@ -643,7 +681,10 @@ mod tests {
     fn frontmatter_and_body_statuses_are_both_kept_equal() {
         let text = "---\nstatus: review\n---\n# Story 1.1: T\n\nStatus: review\n";
         let out = set_status(text, "done");
-        assert_eq!(out, "---\nstatus: done\n---\n# Story 1.1: T\n\nStatus: done\n");
+        assert_eq!(
+            out,
+            "---\nstatus: done\n---\n# Story 1.1: T\n\nStatus: done\n"
+        );
     }
 
     #[test]
@@ -662,7 +703,10 @@ mod tests {
         fs::write(dir.path().join("2-1-a.md"), "Status: review\n").unwrap();
         assert_eq!(find(dir.path(), "2-1-a"), Some(dir.path().join("2-1-a.md")));
         assert_eq!(
-            read_status_at(&sub.join("2-1-a.md")).unwrap().unwrap().value,
+            read_status_at(&sub.join("2-1-a.md"))
+                .unwrap()
+                .unwrap()
+                .value,
             "done"
         );
     }

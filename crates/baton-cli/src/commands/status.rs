@@ -6,13 +6,13 @@ use anyhow::Result;
 use baton_core::key::KeyKind;
 use baton_core::next::{NextAction, next_action};
 use baton_core::status::Status;
+use baton_core::status::StatusValue;
 use baton_core::validate::{self, Options, Problem, ProblemKind, Severity};
 use baton_store::ledger::Now;
 use baton_store::sprint_file::{LoadError, SprintDoc, diagnose};
+use baton_store::story_file;
 use comfy_table::{Table, presets::NOTHING};
 use serde::Serialize;
-use baton_core::status::StatusValue;
-use baton_store::story_file;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -176,9 +176,7 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
             file_status: e.raw.clone(),
             extended: e.extended.is_some(),
             line: e.line,
-            story_file_status: story_statuses
-                .get(e.key.as_str())
-                .map(|(_, s)| s.clone()),
+            story_file_status: story_statuses.get(e.key.as_str()).map(|(_, s)| s.clone()),
         })
         .collect();
     let mut counts: BTreeMap<&'static str, BTreeMap<String, usize>> = BTreeMap::new();

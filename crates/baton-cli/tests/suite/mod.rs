@@ -11,3 +11,4 @@ mod set;
 mod sprint;
 mod team;
 mod validate;
+mod wild;

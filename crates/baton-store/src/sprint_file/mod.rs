@@ -298,7 +298,10 @@ pub fn diagnose(path: &Path, text: &str) -> Vec<LoadError> {
         .collect();
     match parse_yaml(text) {
         Err((l, c, m)) => {
-            if !out.iter().any(|e| matches!(e, LoadError::Syntax { line, .. } if *line == l)) {
+            if !out
+                .iter()
+                .any(|e| matches!(e, LoadError::Syntax { line, .. } if *line == l))
+            {
                 out.push(syntax(l, c, m));
             }
         }

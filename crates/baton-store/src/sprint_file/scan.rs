@@ -521,7 +521,10 @@ mod tests {
             ]
         );
         assert!(!s.entries[1].structured);
-        assert_eq!(&text[s.entries[1].slot.comment.clone().unwrap()], "# wrapped");
+        assert_eq!(
+            &text[s.entries[1].slot.comment.clone().unwrap()],
+            "# wrapped"
+        );
         let empty = scan("project: x\ndevelopment_status: {}\n").unwrap();
         assert_eq!(empty.dev_line, Some(2));
         assert!(empty.entries.is_empty());
