@@ -116,7 +116,7 @@ pub fn validate(sprint: &Sprint, opts: &Options) -> Vec<Problem> {
             P::MissingField,
             None,
             None,
-            "no `development_status` mapping: run sprint planning or `baton init` to create one"
+            "no `development_status` mapping: this is not a BMad sprint file (BMad's sprint planning writes one)"
                 .into(),
         );
     }

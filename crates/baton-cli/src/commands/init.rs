@@ -211,8 +211,21 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
         .sprint_status
         .as_ref()
         .filter(|_| !layout.sprint_is_bmad);
+    let elsewhere = layout
+        .sprint_status
+        .as_ref()
+        .filter(|p| layout.sprint_is_bmad && **p != cfg.sprint_status);
     if cfg.sprint_status.exists() {
         kept.push(rel(&cfg.sprint_status));
+    } else if let Some(real) = elsewhere {
+        // `baton.toml` points somewhere empty while BMad's sprint file is elsewhere: a second
+        // file would split the plan in two.
+        found.push(format!(
+            "no sprint file created: `paths.sprint_status` in `{}` names `{}`, which does not exist, but BMad's sprint file is `{}`; point the setting at it",
+            config::FILE_NAME,
+            rel(&cfg.sprint_status),
+            rel(real)
+        ));
     } else if let Some(other) = foreign {
         // Another tool's file: a second, empty sprint file would only hide it. Say so instead.
         found.push(format!(

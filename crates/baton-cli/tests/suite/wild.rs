@@ -618,3 +618,20 @@ fn status_json_into_a_closed_pipe_exits_quietly() {
         assert!(err.is_empty(), "{args:?}: quiet, got {err}");
     }
 }
+
+#[test]
+fn init_with_a_stale_setting_does_not_split_the_plan() {
+    let p = Project::empty();
+    p.write(
+        "baton.toml",
+        "[paths]\nsprint_status = \"_bmad-output/implementation-artifacts/sprint-status.yaml\"\n",
+    );
+    let rel = "docs/sprint-artifacts/sprint-status.yaml";
+    p.write(
+        rel,
+        &format!("{HEADER}development_status:\n  epic-1: backlog\n"),
+    );
+    let out = p.ok(&["init"]);
+    assert!(out.stdout.contains(rel), "{}", out.describe());
+    assert!(!p.sprint_path().exists(), "no second sprint file");
+}
