@@ -254,11 +254,16 @@ fn locate_all(text: &str) -> Vec<(usize, Range<usize>, StatusForm)> {
                     end = from + c;
                 }
                 let r = undecorate(body, from, end);
-                out.push((
-                    l.no,
-                    l.start + r.start..l.start + r.end,
-                    StatusForm::HeadingNextLine,
-                ));
+                // A status is a word or a few (`Ready for Review`), not a paragraph: prose under
+                // the heading is left alone rather than replaced.
+                let v = &body[r.clone()];
+                if v.len() <= 40 && v.matches(' ').count() <= 3 && !v.ends_with('.') {
+                    out.push((
+                        l.no,
+                        l.start + r.start..l.start + r.end,
+                        StatusForm::HeadingNextLine,
+                    ));
+                }
             }
             break;
         }
@@ -675,6 +680,15 @@ mod tests {
                 "no second status line"
             );
         }
+    }
+
+    #[test]
+    fn prose_under_a_status_heading_is_not_a_status() {
+        let text = "# Story 1.1: T\n\n## Status\n\nThis story waits for the API team to agree on a schema.\n";
+        assert_eq!(read_status(text), None);
+        let out = set_status(text, "review");
+        assert_eq!(out.matches("waits for the API team").count(), 1);
+        assert_eq!(read_status(&out).unwrap().value, "review");
     }
 
     #[test]
