@@ -16,7 +16,33 @@ mod trust;
 use clap::Parser;
 use std::process::ExitCode;
 
+/// Makes a closed standard output (`baton status --json | head`) end the process quietly.
+///
+/// Rust ignores SIGPIPE, so `println!` to a pipe whose reader has gone panics with "failed
+/// printing to stdout: Broken pipe". Nothing is left to say to anyone: the hook exits with 0
+/// instead of printing a panic message (state on disk is always valid between writes). Every
+/// other panic keeps the default report.
+fn quiet_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if (msg.starts_with("failed printing to stdout")
+            || msg.starts_with("failed printing to stderr"))
+            && msg.contains("Broken pipe")
+        {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_closed_stdout();
     let args = cli::Cli::parse();
     match commands::run(args) {
         Ok(code) => code.into(),

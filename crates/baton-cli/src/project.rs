@@ -1,9 +1,15 @@
 //! Finding the project and opening its state: config, sprint document, journal, ledger.
+//!
+//! Paths that `baton.toml` does not set are found the way BMad finds them
+//! ([`baton_store::locate`]): from the project's BMad config, else the folders BMad versions
+//! write to by default, so a v6-alpha project with `docs/sprint-artifacts/sprint-status.yaml`
+//! works without any setting.
 
 use crate::config::{self, Config};
 use anyhow::{Context, Result};
 use baton_store::journal::SqliteJournal;
 use baton_store::ledger::{Ledger, LedgerOptions};
+use baton_store::locate::{self, Layout};
 use std::path::{Path, PathBuf};
 
 /// The project root: `-C DIR`, else the nearest ancestor with `baton.toml`, else the cwd.
@@ -25,9 +31,39 @@ pub fn root(flag: Option<&Path>) -> Result<PathBuf> {
         .to_path_buf())
 }
 
-/// Loads `baton.toml`.
+/// Loads `baton.toml` and fills the paths it leaves unset from the project's BMad layout.
 pub fn config(root: &Path) -> Result<Config> {
-    Ok(Config::load(root)?)
+    Ok(located(root)?.0)
+}
+
+/// Loads `baton.toml`; for each of `paths.sprint_status`, `paths.stories` and
+/// `paths.planning` it does not set, takes what [`locate::locate`] finds. Returns the layout
+/// when it was consulted.
+pub fn located(root: &Path) -> Result<(Config, Option<Layout>)> {
+    let mut cfg = Config::load(root)?;
+    let toml_path = root.join(config::FILE_NAME);
+    let raw = match std::fs::read_to_string(&toml_path) {
+        Ok(text) => config::parse(&toml_path, &text)?,
+        Err(_) => config::RawConfig::default(),
+    };
+    let paths = &raw.paths;
+    if paths.sprint_status.is_some() && paths.stories.is_some() && paths.planning.is_some() {
+        return Ok((cfg, None));
+    }
+    let layout = locate::locate(root);
+    if paths.sprint_status.is_none() {
+        cfg.sprint_status = layout
+            .sprint_status
+            .clone()
+            .unwrap_or_else(|| layout.sprint_default.clone());
+    }
+    if paths.stories.is_none() {
+        cfg.stories = layout.stories.clone();
+    }
+    if paths.planning.is_none() {
+        cfg.planning = layout.planning.clone();
+    }
+    Ok((cfg, Some(layout)))
 }
 
 /// Fails with a helpful message when the sprint file is missing.
@@ -42,6 +78,22 @@ pub fn require_sprint(cfg: &Config) -> Result<()> {
     Ok(())
 }
 
+/// Fails with one sentence when the sprint file is not a BMad sprint file (another tool's
+/// `sprint-status.yaml`, without `development_status`): reading it as an empty plan would claim
+/// that everything is done.
+pub fn require_bmad_sprint(cfg: &Config) -> Result<()> {
+    let path = &cfg.sprint_status;
+    let text = std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+    if !locate::looks_like_sprint_file(&String::from_utf8_lossy(&text)) {
+        anyhow::bail!(
+            "`{}` is not a BMad sprint file (it has no `development_status` mapping); create one with BMad's sprint-planning workflow, or set `paths.sprint_status` in `{}` to your BMad sprint file",
+            path.display(),
+            cfg.root.join(config::FILE_NAME).display()
+        );
+    }
+    Ok(())
+}
+
 /// Opens the journal.
 pub fn journal(cfg: &Config) -> Result<SqliteJournal> {
     Ok(SqliteJournal::open(&cfg.journal_path())?)
@@ -50,6 +102,7 @@ pub fn journal(cfg: &Config) -> Result<SqliteJournal> {
 /// Opens the ledger (sprint file + journal), reconciling anything left pending.
 pub fn ledger(cfg: &Config) -> Result<Ledger<SqliteJournal>> {
     require_sprint(cfg)?;
+    require_bmad_sprint(cfg)?;
     let journal = journal(cfg)?;
     let opts = LedgerOptions {
         lock_path: cfg.lock_path(),

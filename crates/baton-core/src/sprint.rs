@@ -5,7 +5,7 @@
 //! mirrored in a `# baton: <state>` trailing comment. Duplicate keys are kept as separate entries
 //! so that validation can report every one of them; lookups answer the first.
 
-use crate::key::{Key, KeyKind};
+use crate::key::{EpicId, Key, KeyKind};
 use crate::status::{Status, StatusValue};
 use std::collections::HashMap;
 
@@ -104,8 +104,10 @@ impl Sprint {
             .and_then(|f| f.value.as_deref())
     }
 
-    /// The stories of epic `n`, in file order (first occurrence of each key).
-    pub fn stories_of(&self, n: u32) -> impl Iterator<Item = &Entry> {
+    /// The stories of epic `n` (a number or an [`EpicId`]), in file order (first occurrence of
+    /// each key).
+    pub fn stories_of(&self, n: impl Into<EpicId>) -> impl Iterator<Item = &Entry> {
+        let n = n.into();
         self.entries.iter().enumerate().filter_map(move |(i, e)| {
             // Test the kind first: hashing every key of a large sprint costs far more.
             let ours = matches!(e.key.kind(), KeyKind::Story { epic, .. } if epic == n);

@@ -160,6 +160,9 @@ impl StatusValue {
             ("drafted", _) => Some(("drafted", Status::ReadyForDev)),
             ("contexted", _) => Some(("contexted", Status::InProgress)),
             ("pending", KeyKind::Retrospective { .. }) => Some(("pending", Status::Optional)),
+            // The v6-alpha template defined "completed: Retrospective has been done"; alpha-era
+            // files use it for epics and stories too.
+            ("completed", _) => Some(("completed", Status::Done)),
             _ => None,
         };
         if let Some((name, status)) = legacy {
@@ -229,6 +232,10 @@ mod tests {
         assert_eq!(
             StatusValue::parse("pending", retro).0,
             StatusValue::Known(Status::Optional)
+        );
+        assert_eq!(
+            StatusValue::parse("completed", retro),
+            (StatusValue::Known(Status::Done), Some("completed"))
         );
     }
 

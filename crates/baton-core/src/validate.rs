@@ -6,7 +6,7 @@
 //! legacy spellings, foreign statuses, opaque keys, missing or unparseable header fields, a stale
 //! stamp.
 
-use crate::key::KeyKind;
+use crate::key::{EpicId, KeyKind};
 use crate::sprint::Sprint;
 use crate::stamp::Stamp;
 use crate::status::StatusValue;
@@ -57,6 +57,9 @@ pub enum ProblemKind {
     Syntax,
     /// The file and the journal disagree: the file was changed outside baton.
     JournalMismatch,
+    /// A story file's status differs from the sprint file's (reported by the front end,
+    /// which reads story files).
+    StoryFileMismatch,
 }
 
 /// One problem.
@@ -113,7 +116,7 @@ pub fn validate(sprint: &Sprint, opts: &Options) -> Vec<Problem> {
             P::MissingField,
             None,
             None,
-            "no `development_status` mapping: run sprint planning or `baton init` to create one"
+            "no `development_status` mapping: this is not a BMad sprint file (BMad's sprint planning writes one)"
                 .into(),
         );
     }
@@ -161,7 +164,7 @@ pub fn validate(sprint: &Sprint, opts: &Options) -> Vec<Problem> {
         }
     }
 
-    let epics: HashSet<u32> = sprint
+    let epics: HashSet<EpicId> = sprint
         .entries
         .iter()
         .filter_map(|e| match e.key.kind() {
@@ -169,6 +172,7 @@ pub fn validate(sprint: &Sprint, opts: &Options) -> Vec<Problem> {
             _ => None,
         })
         .collect();
+    let stranded = stranded_stories(sprint, &epics);
     let mut first_line: HashMap<&str, usize> = HashMap::new();
     for e in &sprint.entries {
         let key = e.key.as_str();
@@ -185,30 +189,35 @@ pub fn validate(sprint: &Sprint, opts: &Options) -> Vec<Problem> {
         }
         first_line.insert(key, e.line);
         match kind {
-            KeyKind::Malformed => push(
-                Error,
-                P::MalformedKey,
-                Some(e.line),
-                Some(key),
-                format!(
-                    "`{key}` is not a valid key: use `epic-N`, `N-M-slug` (lowercase) or `epic-N-retrospective`"
+            KeyKind::Malformed => match stranded.iter().find(|s| s.misnamed == Some(e.line)) {
+                Some(s) => push(
+                    Error,
+                    P::MalformedKey,
+                    Some(e.line),
+                    Some(key),
+                    format!(
+                        "`{key}` is not a valid epic key, so `epic-{}` is missing for {}; rename it `epic-{}`",
+                        s.epic,
+                        s.list(),
+                        s.epic
+                    ),
                 ),
-            ),
+                None => push(
+                    Error,
+                    P::MalformedKey,
+                    Some(e.line),
+                    Some(key),
+                    format!(
+                        "`{key}` is not a valid key: use `epic-N`, `N-M-slug` (lowercase) or `epic-N-retrospective`"
+                    ),
+                ),
+            },
             KeyKind::Opaque => push(
                 Warning,
                 P::OpaqueKey,
                 Some(e.line),
                 Some(key),
                 format!("`{key}` is not an epic, story or retrospective; kept as it is"),
-            ),
-            KeyKind::Story { epic, .. } if !epics.contains(&epic) => push(
-                Error,
-                P::MissingEpic,
-                Some(e.line),
-                Some(key),
-                format!(
-                    "story `{key}` belongs to `epic-{epic}`, which is missing; add `epic-{epic}: backlog` above it"
-                ),
             ),
             KeyKind::Retrospective { epic } if !epics.contains(&epic) => push(
                 Error,
@@ -272,7 +281,86 @@ pub fn validate(sprint: &Sprint, opts: &Options) -> Vec<Problem> {
             }
         }
     }
+    for s in stranded.iter().filter(|s| s.misnamed.is_none()) {
+        push(
+            Error,
+            P::MissingEpic,
+            Some(s.line),
+            s.stories.first().map(String::as_str),
+            format!(
+                "`epic-{}` is missing, stranding {}; add `epic-{}: backlog` above them",
+                s.epic,
+                s.list(),
+                s.epic
+            ),
+        );
+    }
     out.sort_by_key(|p| (p.line.unwrap_or(0), p.severity));
+    out
+}
+
+/// The stories of one missing epic.
+struct Stranded {
+    epic: EpicId,
+    /// Line of the first story.
+    line: usize,
+    stories: Vec<String>,
+    /// Line of a malformed `epic…` key just above the first story, which is most likely the
+    /// epic's own line misspelt.
+    misnamed: Option<usize>,
+}
+
+impl Stranded {
+    fn list(&self) -> String {
+        let shown: Vec<String> = self
+            .stories
+            .iter()
+            .take(5)
+            .map(|k| format!("`{k}`"))
+            .collect();
+        let more = self.stories.len().saturating_sub(shown.len());
+        let noun = if self.stories.len() == 1 {
+            "story"
+        } else {
+            "stories"
+        };
+        if more > 0 {
+            format!("{noun} {} and {more} more", shown.join(", "))
+        } else {
+            format!("{noun} {}", shown.join(", "))
+        }
+    }
+}
+
+/// Stories whose epic is missing, grouped by epic (one problem per epic, not per story).
+fn stranded_stories(sprint: &Sprint, epics: &HashSet<EpicId>) -> Vec<Stranded> {
+    let mut out: Vec<Stranded> = Vec::new();
+    // The nearest `epic…`-looking key that is not an epic, since the last real epic.
+    let mut candidate: Option<usize> = None;
+    let mut claimed: HashSet<usize> = HashSet::new();
+    for e in sprint.unique() {
+        match e.key.kind() {
+            KeyKind::Epic { .. } => candidate = None,
+            KeyKind::Malformed if e.key.as_str().to_ascii_lowercase().starts_with("epic") => {
+                candidate = Some(e.line);
+            }
+            KeyKind::Story { epic, .. } if !epics.contains(&epic) => {
+                match out.iter_mut().find(|s| s.epic == epic) {
+                    Some(s) => s.stories.push(e.key.as_str().to_owned()),
+                    None => {
+                        let misnamed = candidate.filter(|l| claimed.insert(*l));
+                        out.push(Stranded {
+                            epic,
+                            line: e.line,
+                            stories: vec![e.key.as_str().to_owned()],
+                            misnamed,
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
     out
 }
 
@@ -363,6 +451,47 @@ mod tests {
         let problems = validate(&s, &Options::default());
         assert!(!has_errors(&problems), "{problems:#?}");
         assert_eq!(problems.len(), 4, "2 legacy + 1 foreign + 1 opaque");
+    }
+
+    #[test]
+    fn a_missing_or_misnamed_epic_is_one_problem_listing_its_stories() {
+        let s = Sprint::new(
+            fields(),
+            Some(3),
+            vec![
+                entry(4, "epic-one", Some("in-progress")),
+                entry(5, "1-1-a", Some("done")),
+                entry(6, "1-2-b", Some("backlog")),
+                entry(7, "epic-14c", Some("backlog")),
+                entry(8, "14c-1-c", Some("backlog")),
+                entry(9, "epic-2.5", Some("in-progress")),
+                entry(10, "2.5-1-d", Some("review")),
+                entry(11, "3-1-e", Some("backlog")),
+                entry(12, "3-2-f", Some("backlog")),
+                entry(13, "epic-2.5-retrospective", Some("completed")),
+            ],
+        );
+        let problems = validate(&s, &Options::default());
+        let errors: Vec<&Problem> = problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error)
+            .collect();
+        assert_eq!(errors.len(), 2, "{problems:#?}");
+        assert_eq!(errors[0].kind, ProblemKind::MalformedKey);
+        assert_eq!(errors[0].line, Some(4));
+        assert!(
+            errors[0].message.contains("`1-1-a`, `1-2-b`") && errors[0].message.contains("epic-1"),
+            "{}",
+            errors[0].message
+        );
+        assert_eq!(errors[1].kind, ProblemKind::MissingEpic);
+        assert_eq!(errors[1].line, Some(11));
+        assert!(errors[1].message.contains("`3-1-e`, `3-2-f`"));
+        let legacy = problems
+            .iter()
+            .find(|p| p.kind == ProblemKind::LegacyStatus)
+            .unwrap();
+        assert_eq!(legacy.line, Some(13));
     }
 
     #[test]

@@ -108,9 +108,11 @@ impl RunCtx {
             .to_string()
     }
 
-    /// The story file of `key`.
+    /// The story file of `key`: in the story directory or one of its subfolders, where BMad
+    /// projects keep them; where it will be written when there is none yet.
     pub fn story_path(&self, key: &str) -> PathBuf {
-        self.settings.stories_dir.join(format!("{key}.md"))
+        let dir = &self.settings.stories_dir;
+        baton_store::story_file::find(dir, key).unwrap_or_else(|| dir.join(format!("{key}.md")))
     }
 
     /// Commits everything with `message`, reporting the commit (or why it failed) as an event.

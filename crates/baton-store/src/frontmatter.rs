@@ -97,7 +97,8 @@ pub enum FrontmatterError {
         /// Why the edit was refused.
         reason: String,
     },
-    /// `stepsCompleted` mixes step numbers and step-file names, or a push would mix them.
+    /// `stepsCompleted` mixes step numbers and step-file names in a way a caller refuses (no
+    /// longer returned by [`Document::push_step_completed`], which accepts mixed lists).
     #[error("`stepsCompleted` in `{}` {message}", path.display())]
     StepsDialect {
         /// The document.
@@ -194,12 +195,6 @@ pub enum StepRef {
     Int(u32),
     /// A step-file name, as in `stepsCompleted: ["step-01-init.md"]`.
     Name(String),
-}
-
-impl StepRef {
-    fn is_int(&self) -> bool {
-        matches!(self, StepRef::Int(_))
-    }
 }
 
 impl fmt::Display for StepRef {
@@ -785,9 +780,11 @@ impl Document {
 
     /// Appends `step` to `stepsCompleted` unless it is already there; returns whether it changed.
     ///
-    /// The dialect found is kept: pushing a step number onto a list of step-file names (or the
-    /// reverse), or pushing onto a list that already mixes both, is a
-    /// [`FrontmatterError::StepsDialect`]. A missing key is created in flow style
+    /// Lists may mix step numbers and step-file names (BMad writes both), so any step is
+    /// accepted. The list keeps its style: a one-line flow list (`[1, 'step-02.md']`) or a block
+    /// list (`- …` lines) gets the new item appended in place, quoted the way its other names
+    /// are quoted, and nothing else in the frontmatter changes. Other layouts are rewritten
+    /// whole by [`Document::set`]'s rules. A missing key is created in flow style
     /// (`stepsCompleted: [1]`), as BMad templates write it.
     pub fn push_step_completed(
         &mut self,
@@ -798,28 +795,98 @@ impl Document {
         if steps.contains(&step) {
             return Ok(false);
         }
-        let ints = steps.iter().filter(|s| s.is_int()).count();
-        if ints != 0 && ints != steps.len() {
-            return Err(FrontmatterError::StepsDialect {
-                path: self.path.clone(),
-                message: "mixes step numbers and step file names".to_owned(),
-            });
+        steps.push(step.clone());
+        if self.append_step_in_place(&step, &steps)? {
+            return Ok(true);
         }
-        if let Some(first) = steps.first()
-            && first.is_int() != step.is_int()
-        {
-            let (found, offered) = if first.is_int() {
-                ("step numbers", "step file name")
-            } else {
-                ("step file names", "step number")
-            };
-            return Err(FrontmatterError::StepsDialect {
-                path: self.path.clone(),
-                message: format!("lists {found}; refusing to add the {offered} `{step}`"),
-            });
-        }
-        steps.push(step);
         self.set_styled(STEPS_COMPLETED, &steps, Style::FlowIfNew)?;
+        Ok(true)
+    }
+
+    /// Appends `step` to an existing one-line flow or block `stepsCompleted` list by inserting
+    /// text; returns false (nothing changed) when the list has another layout or the result
+    /// would not read back as `steps`.
+    fn append_step_in_place(
+        &mut self,
+        step: &StepRef,
+        steps: &[StepRef],
+    ) -> Result<bool, FrontmatterError> {
+        let key = STEPS_COMPLETED;
+        let Some(idx) = self.keys.iter().position(|k| k.name == key) else {
+            return Ok(false);
+        };
+        let Ok(range) = self.block(idx, key) else {
+            return Ok(false);
+        };
+        let yaml = self.frontmatter().unwrap_or_default().to_owned();
+        let block = &yaml[range.clone()];
+        let eol = self.eol();
+        let first = strip_eol(block.lines().next().unwrap_or_default());
+        let Some(colon) = key_colon(first) else {
+            return Ok(false);
+        };
+        let value_part = &first[colon + 1..];
+        let value = match comment_start(value_part) {
+            Some(c) => &value_part[..c],
+            None => value_part,
+        };
+        let quote = quote_style(block);
+        let item = render_step(step, quote);
+        let trimmed = value.trim();
+        let new_block = if trimmed.starts_with('[') && trimmed.ends_with(']') {
+            // One-line flow list: insert before the closing bracket.
+            let close = range.start + colon + 1 + value.rfind(']').unwrap_or(0);
+            let inner = trimmed[1..trimmed.len() - 1].trim();
+            let before = &yaml[range.start..close];
+            let sep = if inner.is_empty() {
+                ""
+            } else if inner.contains(", ") || !inner.contains(',') {
+                ", "
+            } else {
+                ","
+            };
+            let before = if inner.is_empty() {
+                before.to_owned()
+            } else {
+                before.trim_end().to_owned()
+            };
+            format!("{before}{sep}{item}{}", &yaml[close..range.end])
+        } else if trimmed.is_empty() {
+            // Block list: copy the last item's indentation and dash.
+            let lines: Vec<&str> = block.split_inclusive('\n').collect();
+            let Some(last) = lines.iter().rposition(|l| l.trim_start().starts_with("- ")) else {
+                return Ok(false);
+            };
+            let line = strip_eol(lines[last]);
+            let dash = line.len() - line.trim_start().len();
+            let prefix = &line[..dash + 2];
+            let mut out: String = lines[..=last].concat();
+            if !out.ends_with('\n') {
+                out.push_str(eol);
+            }
+            out.push_str(prefix);
+            out.push_str(&item);
+            out.push_str(eol);
+            out.push_str(&lines[last + 1..].concat());
+            out
+        } else {
+            return Ok(false);
+        };
+        let mut new_yaml = yaml.clone();
+        new_yaml.replace_range(range, &new_block);
+        let old = self.old_entries(key)?;
+        let Ok(rendered) = serde_saphyr::to_string(&steps) else {
+            return Ok(false);
+        };
+        let Ok(expected) =
+            serde_saphyr::from_str_with_options::<AnyValue>(&rendered, yaml_options())
+        else {
+            return Ok(false);
+        };
+        if verify(&new_yaml, &old, key, &Expect::Set(&expected)).is_err() {
+            return Ok(false);
+        }
+        self.replace_yaml(key, &new_yaml)?;
         Ok(true)
     }
 
@@ -1088,6 +1155,41 @@ enum Indent {
     Keep,
     /// Continuation lines of a scalar indented by two more spaces.
     Extra,
+}
+
+/// The quote character the step-file names of a list use: the first quoted item's, else none.
+fn quote_style(block: &str) -> Option<char> {
+    let bytes = block.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if (b == b'\'' || b == b'"') && i > 0 && matches!(bytes[i - 1], b'[' | b' ' | b',') {
+            return Some(b as char);
+        }
+    }
+    None
+}
+
+/// A step as a YAML list item: numbers bare, names in `quote` when the list quotes them (or
+/// when a bare name would not read back as a string).
+fn render_step(step: &StepRef, quote: Option<char>) -> String {
+    let name = match step {
+        StepRef::Int(n) => return n.to_string(),
+        StepRef::Name(s) => s,
+    };
+    let plain_ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        && name.parse::<f64>().is_err()
+        && !matches!(
+            name.to_ascii_lowercase().as_str(),
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "~"
+        );
+    match quote {
+        Some('\'') => format!("'{}'", name.replace('\'', "''")),
+        Some(_) => serde_json::to_string(name).unwrap_or_else(|_| format!("\"{name}\"")),
+        None if plain_ok => name.clone(),
+        None => serde_json::to_string(name).unwrap_or_else(|_| format!("\"{name}\"")),
+    }
 }
 
 /// Lays out `key_text: <rendered>` as a top-level block ending with `eol`.
@@ -1618,9 +1720,12 @@ mod tests {
             d.to_string(),
             "---\nstepsCompleted: [1, 2, 3]\nworkflowType: architecture\n---\n# Arch\n"
         );
-        let err = d.push_step_completed("step-04-x.md").unwrap_err();
-        assert!(matches!(err, FrontmatterError::StepsDialect { .. }));
-        assert!(err.to_string().contains("doc.md"), "{err}");
+        // BMad mixes numbers and step-file names; both are accepted.
+        assert!(d.push_step_completed("step-04-x.md").unwrap());
+        assert_eq!(
+            d.to_string(),
+            "---\nstepsCompleted: [1, 2, 3, step-04-x.md]\nworkflowType: architecture\n---\n# Arch\n"
+        );
     }
 
     #[test]
@@ -1637,22 +1742,57 @@ mod tests {
         assert!(d.push_step_completed("step-03-success.md").unwrap());
         assert_eq!(
             d.to_string(),
-            "---\nstepsCompleted:\n  - step-01-init.md\n  - step-02-discovery.md\n  - step-03-success.md\n---\nx"
+            "---\nstepsCompleted:\n  - 'step-01-init.md'\n  - step-02-discovery.md\n  - 'step-03-success.md'\n---\nx"
         );
-        assert!(matches!(
-            d.push_step_completed(4),
-            Err(FrontmatterError::StepsDialect { .. })
-        ));
+        assert!(d.push_step_completed(4).unwrap());
+        assert_eq!(
+            d.to_string(),
+            "---\nstepsCompleted:\n  - 'step-01-init.md'\n  - step-02-discovery.md\n  - 'step-03-success.md'\n  - 4\n---\nx"
+        );
+    }
+
+    #[test]
+    fn steps_completed_keeps_quoting_comments_and_other_keys() {
+        let text = "---\nstepsCompleted: [\"step-01-init.md\", \"step-02-discovery.md\"]  # progress\ninputDocuments: ['a.md']\ndate: '2026-01-02'\n---\n# PRD\n";
+        let mut d = doc(text);
+        assert!(d.push_step_completed("step-03-success.md").unwrap());
+        assert_eq!(
+            d.to_string(),
+            text.replace(
+                "\"step-02-discovery.md\"]",
+                "\"step-02-discovery.md\", \"step-03-success.md\"]"
+            )
+        );
+        let block = "---\ntitle: x\nstepsCompleted:\n    - 1\n    - \"step-02-vision.md\"\n    # trailing\nlastStep: 2\n---\nbody";
+        let mut d = doc(block);
+        assert!(d.push_step_completed(3).unwrap());
+        assert_eq!(
+            d.to_string(),
+            block.replace(
+                "\"step-02-vision.md\"\n",
+                "\"step-02-vision.md\"\n    - 3\n"
+            )
+        );
+        assert_eq!(
+            d.steps_completed().unwrap(),
+            vec![
+                StepRef::Int(1),
+                StepRef::Name("step-02-vision.md".into()),
+                StepRef::Int(3)
+            ]
+        );
     }
 
     #[test]
     fn steps_completed_mixed_or_missing() {
         let mut d = doc("---\nstepsCompleted: [1, 'step-02.md']\n---\n");
         assert_eq!(d.steps_completed().unwrap().len(), 2);
-        assert!(matches!(
-            d.push_step_completed(3),
-            Err(FrontmatterError::StepsDialect { .. })
-        ));
+        assert!(d.push_step_completed(3).unwrap());
+        assert!(d.push_step_completed("step-04.md").unwrap());
+        assert_eq!(
+            d.to_string(),
+            "---\nstepsCompleted: [1, 'step-02.md', 3, 'step-04.md']\n---\n"
+        );
         let mut d = doc("---\ntitle: t\n---\nbody\n");
         assert!(d.push_step_completed("step-e-01-discovery").unwrap());
         assert_eq!(

@@ -241,7 +241,7 @@ impl<J: Journal> Ledger<J> {
         self.journal.mark_applied(&out.applied)?;
         self.journal.mark_abandoned(&out.abandoned)?;
         for ev in pending.iter().filter(|e| out.applied.contains(&e.id)) {
-            self.sync_story(&ev.key)?;
+            self.sync_story(&ev.key, ev.from.as_deref())?;
         }
         Ok(out)
     }
@@ -271,8 +271,8 @@ impl<J: Journal> Ledger<J> {
             match self.doc.persist() {
                 Ok(()) => {
                     self.journal.mark_applied(&ids)?;
-                    for c in &changes {
-                        self.sync_story(&c.key)?;
+                    for (c, e) in changes.iter().zip(&events) {
+                        self.sync_story(&c.key, e.from.as_deref())?;
                     }
                     return Ok(events
                         .into_iter()
@@ -389,7 +389,11 @@ impl<J: Journal> Ledger<J> {
         Ok((changes, events))
     }
 
-    fn sync_story(&self, key: &str) -> Result<(), LedgerError> {
+    /// Keeps the story file's status equal to the sprint file's after `key` moved from
+    /// `before`. A story file that was ahead of the sprint file (it says `done` while the sprint
+    /// said `review`) is not lowered: that disagreement is for a human to settle, and
+    /// `baton status` shows it.
+    fn sync_story(&self, key: &str, before: Option<&str>) -> Result<(), LedgerError> {
         let Some(dir) = &self.opts.stories_dir else {
             return Ok(());
         };
@@ -399,13 +403,21 @@ impl<J: Journal> Ledger<J> {
         if !matches!(entry.key.kind(), KeyKind::Story { .. }) {
             return Ok(());
         }
-        let path = dir.join(format!("{key}.md"));
-        if !path.exists() {
+        let Some(path) = story_file::find(dir, key) else {
             return Ok(());
-        }
+        };
         let Some(raw) = &entry.raw else {
             return Ok(());
         };
+        let kind = entry.key.kind();
+        let rank = |v: &str| StatusValue::parse(v, kind).0.known()?.rank(kind);
+        if let Some(story) = story_file::read_status_at(&path)?
+            && let (Some(story_rank), Some(new_rank)) = (rank(&story.value), rank(raw))
+            && new_rank < story_rank
+            && before.and_then(rank).is_some_and(|b| story_rank > b)
+        {
+            return Ok(());
+        }
         story_file::sync_status(&path, raw)?;
         Ok(())
     }

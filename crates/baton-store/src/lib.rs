@@ -9,6 +9,7 @@ pub mod atomic;
 pub mod frontmatter;
 pub mod journal;
 pub mod ledger;
+pub mod locate;
 pub mod lock;
 pub mod sprint_file;
 pub mod story_file;

@@ -3,11 +3,15 @@
 //! This module owns reading and rewriting the story-side status of a BMad story file
 //! (`{implementation_artifacts}/{N}-{M}-{slug}.md`, BMAD-FORMAT.md §3 and R6): the bare
 //! `Status: <value>` line under the `# Story N.M: Title` heading, which BMad workflows rewrite and
-//! which must stay equal to `development_status[key]` in `sprint-status.yaml`. Edits change only
-//! the value on that line (or insert the line where the template puts it), so every other byte of
-//! the story — frontmatter, tasks, Dev Agent Record — is kept. It also reads the title and the
-//! `### File List` of the Dev Agent Record. Files are written with
-//! [`crate::atomic::replace_unsynced`] (the sprint file is the durable copy of a status).
+//! which must stay equal to `development_status[key]` in `sprint-status.yaml`. Real story files
+//! also write it as `**Status:** x`, `## Status: x`, `> **Status:** x`, a `## Status` heading
+//! with the value on the next line, or a frontmatter `status:` key ([`StatusForm`]); every form
+//! is read, and an edit changes only the value where it is (or inserts the line where the
+//! template puts it when there is none), so every other byte of the story — frontmatter, tasks,
+//! Dev Agent Record — is kept. It also finds a story's file in the story directory or one of its
+//! subfolders ([`find`]), and reads the title and the `### File List` of the Dev Agent Record.
+//! Files are written with [`crate::atomic::replace_unsynced`] (the sprint file is the durable
+//! copy of a status).
 
 use std::fs;
 use std::io;
@@ -24,6 +28,22 @@ pub struct StatusLine {
     pub line: usize,
     /// The value, trimmed and without decoration (`**review**` reads as `review`); may be empty.
     pub value: String,
+}
+
+/// How a story file writes its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StatusForm {
+    /// `Status: x` or `**Status:** x` on a line of its own (the BMad template).
+    Line,
+    /// `## Status: x`: a heading holding the value.
+    Heading,
+    /// `> **Status:** x`: inside a block quote.
+    Quote,
+    /// A `## Status` heading with the value on the next non-blank line.
+    HeadingNextLine,
+    /// A `status:` key in the YAML frontmatter.
+    Frontmatter,
 }
 
 /// An error reading or writing a story file, naming it.
@@ -106,18 +126,9 @@ fn heading(content: &str) -> Option<(usize, &str)> {
     Some((level, rest.trim().trim_end_matches('#').trim_end()))
 }
 
-/// The byte range (within `content`) of the value of a `Status:` line, without decoration.
-fn status_value(content: &str) -> Option<Range<usize>> {
-    let lead = content.len() - content.trim_start().len();
-    let rest = &content[lead..];
-    let label = ["Status:", "**Status:**", "**Status**:"]
-        .into_iter()
-        .find(|l| rest.starts_with(l))?;
-    let mut start = lead + label.len();
-    let mut end = content.len();
-    if let Some(comment) = content[start..].find("<!--") {
-        end = start + comment;
-    }
+/// The byte range within `content` of `content[start..end]` without surrounding spaces and
+/// markdown decoration (`**x**`, `` `x` ``, `_x_`).
+fn undecorate(content: &str, mut start: usize, mut end: usize) -> Range<usize> {
     loop {
         let value = &content[start..end];
         let trimmed_start = value.trim_start();
@@ -135,30 +146,246 @@ fn status_value(content: &str) -> Option<Range<usize>> {
             None => break,
         }
     }
-    Some(start..end)
+    start..end
 }
 
-/// `(1-based line, byte range of the value in text)` of the story's `Status:` line.
-fn locate_status(text: &str) -> Option<(usize, Range<usize>)> {
-    for line in body_lines(text) {
+/// The byte range (within `content`) of the value of a `Status:` line, without decoration, and
+/// the line's form. Accepts a block-quote prefix (`> `) and a heading prefix (`## `).
+fn status_value(content: &str) -> Option<(Range<usize>, StatusForm)> {
+    let mut lead = content.len() - content.trim_start().len();
+    let mut form = StatusForm::Line;
+    if content[lead..].starts_with('>') {
+        lead += 1;
+        lead += content[lead..].len() - content[lead..].trim_start().len();
+        form = StatusForm::Quote;
+    }
+    let hashes = content[lead..].bytes().take_while(|&b| b == b'#').count();
+    if (1..=6).contains(&hashes) && content[lead + hashes..].starts_with([' ', '\t']) {
+        lead += hashes;
+        lead += content[lead..].len() - content[lead..].trim_start().len();
+        form = StatusForm::Heading;
+    }
+    let rest = &content[lead..];
+    let label = [
+        "Status:",
+        "**Status:**",
+        "**Status**:",
+        "*Status:*",
+        "__Status:__",
+    ]
+    .into_iter()
+    .find(|l| rest.starts_with(l))?;
+    let start = lead + label.len();
+    let mut end = content.len();
+    if let Some(comment) = content[start..].find("<!--") {
+        end = start + comment;
+    }
+    if form == StatusForm::Heading {
+        // A closing `##` sequence is not part of the value.
+        let trimmed = content[start..end].trim_end();
+        let closing = trimmed.trim_end_matches('#');
+        if closing.len() < trimmed.len() && (closing.is_empty() || closing.ends_with(' ')) {
+            end = start + closing.len();
+        }
+    }
+    Some((undecorate(content, start, end), form))
+}
+
+/// The value in a frontmatter `status:` line, if the line is one.
+fn frontmatter_status(content: &str) -> Option<Range<usize>> {
+    let rest = content.strip_prefix("status:")?;
+    let start = content.len() - rest.len();
+    let mut end = content.len();
+    if let Some(i) = rest.find(" #") {
+        end = start + i;
+    }
+    let r = undecorate(content, start, end);
+    let v = &content[r.clone()];
+    for q in ['"', '\''] {
+        if v.len() >= 2 && v.starts_with(q) && v.ends_with(q) {
+            return Some(r.start + 1..r.end - 1);
+        }
+    }
+    Some(r)
+}
+
+/// `(1-based line, byte range of the value in text, form)` of every place the story states its
+/// status: the first status line of the body (before `## Dev Agent Record`) and a frontmatter
+/// `status:` key, in that order.
+fn locate_all(text: &str) -> Vec<(usize, Range<usize>, StatusForm)> {
+    let mut out = Vec::new();
+    let lines = body_lines(text);
+    let mut i = 0;
+    while i < lines.len() {
+        let line = &lines[i];
+        i += 1;
         if line.fenced {
             continue;
         }
-        if let Some((2, title)) = heading(line.content)
+        let h = heading(line.content);
+        if let Some((2, title)) = h
             && title.eq_ignore_ascii_case("Dev Agent Record")
         {
-            return None;
+            break;
         }
-        if let Some(range) = status_value(line.content) {
-            return Some((line.no, line.start + range.start..line.start + range.end));
+        if let Some((range, form)) = status_value(line.content) {
+            out.push((
+                line.no,
+                line.start + range.start..line.start + range.end,
+                form,
+            ));
+            break;
         }
+        if let Some((_, title)) = h
+            && title.trim_end_matches(':').eq_ignore_ascii_case("Status")
+        {
+            // `## Status` with the value on the next non-blank line.
+            let next = lines[i..]
+                .iter()
+                .find(|l| !l.content.trim().is_empty())
+                .filter(|l| !l.fenced && heading(l.content).is_none());
+            if let Some(l) = next {
+                let body = l.content;
+                let mut from = body.len() - body.trim_start().len();
+                if body[from..].starts_with("- ") || body[from..].starts_with("* ") {
+                    from += 2;
+                }
+                let mut end = body.len();
+                if let Some(c) = body[from..].find("<!--") {
+                    end = from + c;
+                }
+                let r = undecorate(body, from, end);
+                // A status is a word or a few (`Ready for Review`), not a paragraph: prose under
+                // the heading is left alone rather than replaced.
+                let v = &body[r.clone()];
+                if v.len() <= 40 && v.matches(' ').count() <= 3 && !v.ends_with('.') {
+                    out.push((
+                        l.no,
+                        l.start + r.start..l.start + r.end,
+                        StatusForm::HeadingNextLine,
+                    ));
+                }
+            }
+            break;
+        }
+    }
+    let fm_end = body_offset(text);
+    if fm_end > 0 && text.starts_with("---") {
+        let mut pos = 0;
+        let mut no = 1;
+        while pos < fm_end {
+            let end = text[pos..fm_end].find('\n').map_or(fm_end, |i| pos + i + 1);
+            let raw = &text[pos..end];
+            let content = raw.strip_suffix('\n').unwrap_or(raw);
+            let content = content.strip_suffix('\r').unwrap_or(content);
+            if let Some(r) = frontmatter_status(content) {
+                out.push((no, pos + r.start..pos + r.end, StatusForm::Frontmatter));
+                break;
+            }
+            pos = end;
+            no += 1;
+        }
+    }
+    out
+}
+
+/// `(1-based line, byte range of the value in text)` of the story's status.
+fn locate_status(text: &str) -> Option<(usize, Range<usize>)> {
+    locate_all(text).into_iter().next().map(|(l, r, _)| (l, r))
+}
+
+/// How the story file states its status, if it does.
+pub fn status_form(text: &str) -> Option<StatusForm> {
+    locate_all(text).into_iter().next().map(|(_, _, f)| f)
+}
+
+/// The story file of `key` in `dir`: `dir/{key}.md`, else a `{key}.md` in a subfolder (up to
+/// three levels down, hidden folders skipped, the shallowest and then alphabetically first wins).
+pub fn find(dir: &Path, key: &str) -> Option<PathBuf> {
+    let name = format!("{key}.md");
+    let direct = dir.join(&name);
+    if direct.is_file() {
+        return Some(direct);
+    }
+    let mut level = vec![dir.to_path_buf()];
+    for _ in 0..3 {
+        let mut next = Vec::new();
+        for d in &level {
+            let Ok(read) = fs::read_dir(d) else { continue };
+            let mut subdirs: Vec<PathBuf> = read
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .map(|e| e.path())
+                .collect();
+            subdirs.sort();
+            next.extend(subdirs);
+        }
+        for d in &next {
+            let candidate = d.join(&name);
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+        level = next;
     }
     None
 }
 
-/// The first `Status: <value>` line of the story body (after any frontmatter), also accepting
-/// `**Status:** <value>` and surrounding spaces; searched before `## Dev Agent Record`, so the
-/// line under the title wins over anything further down. Lines in code fences are skipped.
+/// Every `*.md` file in `dir` and its subfolders (up to three levels down, hidden folders
+/// skipped), by file stem: the story files of a sprint, found in one walk. The shallowest file
+/// wins when a stem repeats, as in [`find`].
+pub fn index(dir: &Path) -> std::collections::HashMap<String, PathBuf> {
+    let mut out = std::collections::HashMap::new();
+    let mut level = vec![dir.to_path_buf()];
+    for depth in 0..4 {
+        let mut next = Vec::new();
+        for d in &level {
+            let Ok(read) = fs::read_dir(d) else { continue };
+            let mut entries: Vec<fs::DirEntry> = read.flatten().collect();
+            entries.sort_by_key(fs::DirEntry::path);
+            for e in entries {
+                let Ok(ft) = e.file_type() else { continue };
+                let path = e.path();
+                let name = e.file_name().to_string_lossy().into_owned();
+                if ft.is_dir() {
+                    if depth < 3 && !name.starts_with('.') {
+                        next.push(path);
+                    }
+                } else if let Some(stem) = name.strip_suffix(".md") {
+                    out.entry(stem.to_owned()).or_insert(path);
+                }
+            }
+        }
+        level = next;
+    }
+    out
+}
+
+/// Reads the status of the story file at `path` (`Ok(None)` when the file states none).
+pub fn read_status_at(path: &Path) -> Result<Option<StatusLine>, StoryFileError> {
+    let text = read_text(path)?;
+    Ok(read_status(&text))
+}
+
+fn read_text(path: &Path) -> Result<String, StoryFileError> {
+    fs::read_to_string(path).map_err(|source| {
+        if source.kind() == io::ErrorKind::NotFound {
+            StoryFileError::Missing {
+                path: path.to_path_buf(),
+            }
+        } else {
+            StoryFileError::Read {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    })
+}
+
+/// The story's status: the first status line of the body (after any frontmatter) in any
+/// [`StatusForm`], searched before `## Dev Agent Record` so the line under the title wins over
+/// anything further down (lines in code fences are skipped); else a frontmatter `status:`.
 pub fn read_status(text: &str) -> Option<StatusLine> {
     let (line, range) = locate_status(text)?;
     Some(StatusLine {
@@ -182,11 +409,19 @@ fn eol_of(text: &str) -> &'static str {
 /// the body (after any frontmatter) followed by a blank line when there is no H1.
 pub fn set_status(text: &str, new: &str) -> String {
     let new = new.trim().replace(['\r', '\n'], " ");
-    if let Some((_, range)) = locate_status(text) {
-        if text[range.clone()] == new {
-            return text.to_owned();
+    let found = locate_all(text);
+    if !found.is_empty() {
+        // Every place that states the status gets the value, each in its own form; ranges are
+        // replaced back to front so earlier offsets stay right.
+        let mut ranges: Vec<Range<usize>> = found.into_iter().map(|(_, r, _)| r).collect();
+        ranges.sort_by_key(|r| std::cmp::Reverse(r.start));
+        let mut out = text.to_owned();
+        for r in ranges {
+            if out[r.clone()] != new {
+                out.replace_range(r, &new);
+            }
         }
-        return format!("{}{}{}", &text[..range.start], new, &text[range.end..]);
+        return out;
     }
     let eol = eol_of(text);
     let lines = body_lines(text);
@@ -321,18 +556,7 @@ pub fn file_list(text: &str) -> Vec<String> {
 /// text changed; returns whether it changed. The write is not flushed: the line mirrors the
 /// sprint file, which is durable, and reconciliation rewrites it after a crash.
 pub fn sync_status(path: &Path, new: &str) -> Result<bool, StoryFileError> {
-    let text = fs::read_to_string(path).map_err(|source| {
-        if source.kind() == io::ErrorKind::NotFound {
-            StoryFileError::Missing {
-                path: path.to_path_buf(),
-            }
-        } else {
-            StoryFileError::Read {
-                path: path.to_path_buf(),
-                source,
-            }
-        }
-    })?;
+    let text = read_text(path)?;
     let updated = set_status(&text, new);
     if updated == text {
         return Ok(false);
@@ -405,6 +629,102 @@ mod tests {
         );
         let empty = "# S\n\nStatus:\n";
         assert_eq!(set_status(empty, "done"), "# S\n\nStatus:done\n");
+    }
+
+    #[test]
+    fn every_dialect_is_read_and_rewritten_in_its_own_form() {
+        let cases: [(&str, StatusForm, &str); 7] = [
+            (
+                "# Story 1.1: T\n\n## Status: drafted\n\n## Story\n",
+                StatusForm::Heading,
+                "drafted",
+            ),
+            (
+                "# Story 1.1: T\n\n## Status: **review** ##\n",
+                StatusForm::Heading,
+                "review",
+            ),
+            (
+                "# Story 1.1: T\n\n> **Status:** ready-for-dev\n> **Epic:** 1\n",
+                StatusForm::Quote,
+                "ready-for-dev",
+            ),
+            (
+                "# Story 1.1: T\n\n## Status\n\nin-progress\n\n## Story\n",
+                StatusForm::HeadingNextLine,
+                "in-progress",
+            ),
+            (
+                "# Story 1.1: T\n\n## Status\n**done**\n",
+                StatusForm::HeadingNextLine,
+                "done",
+            ),
+            (
+                "---\nepic: 1\nstatus: 'review'  # set by dev\n---\n# Story 1.1: T\n\n## Story\n",
+                StatusForm::Frontmatter,
+                "review",
+            ),
+            (
+                "# Story 1.1: T\n\n**Status:** backlog\n",
+                StatusForm::Line,
+                "backlog",
+            ),
+        ];
+        for (text, form, value) in cases {
+            assert_eq!(status_form(text), Some(form), "{text}");
+            assert_eq!(read_status(text).unwrap().value, value, "{text}");
+            let out = set_status(text, "in-review-x");
+            assert_eq!(out, text.replacen(value, "in-review-x", 1), "{text}");
+            assert_eq!(status_form(&out), Some(form));
+            assert_eq!(
+                out.matches("in-review-x").count(),
+                1,
+                "no second status line"
+            );
+        }
+    }
+
+    #[test]
+    fn prose_under_a_status_heading_is_not_a_status() {
+        let text = "# Story 1.1: T\n\n## Status\n\nThis story waits for the API team to agree on a schema.\n";
+        assert_eq!(read_status(text), None);
+        let out = set_status(text, "review");
+        assert_eq!(out.matches("waits for the API team").count(), 1);
+        assert_eq!(read_status(&out).unwrap().value, "review");
+    }
+
+    #[test]
+    fn frontmatter_and_body_statuses_are_both_kept_equal() {
+        let text = "---\nstatus: review\n---\n# Story 1.1: T\n\nStatus: review\n";
+        let out = set_status(text, "done");
+        assert_eq!(
+            out,
+            "---\nstatus: done\n---\n# Story 1.1: T\n\nStatus: done\n"
+        );
+    }
+
+    #[test]
+    fn find_looks_in_subfolders() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("epic-2").join("stories");
+        fs::create_dir_all(&sub).unwrap();
+        fs::write(sub.join("2-1-a.md"), "Status: done\n").unwrap();
+        fs::create_dir_all(dir.path().join(".hidden")).unwrap();
+        fs::write(dir.path().join(".hidden/2-2-b.md"), "x").unwrap();
+        assert_eq!(find(dir.path(), "2-1-a"), Some(sub.join("2-1-a.md")));
+        assert_eq!(find(dir.path(), "2-2-b"), None);
+        let idx = index(dir.path());
+        assert_eq!(idx.get("2-1-a"), Some(&sub.join("2-1-a.md")));
+        assert!(!idx.contains_key("2-2-b"));
+        fs::write(dir.path().join("2-1-a.md"), "Status: review\n").unwrap();
+        assert_eq!(find(dir.path(), "2-1-a"), Some(dir.path().join("2-1-a.md")));
+        assert_eq!(
+            read_status_at(&sub.join("2-1-a.md"))
+                .unwrap()
+                .unwrap()
+                .value,
+            "done"
+        );
     }
 
     #[test]

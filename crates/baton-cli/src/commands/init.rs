@@ -1,10 +1,15 @@
 //! `baton init`: config, state directory, sprint skeleton; greenfield or brownfield detection.
+//!
+//! The sprint file is looked for wherever BMad could have put it (the project's BMad config,
+//! then BMad's default folders); `init` creates a skeleton only when none exists anywhere, and
+//! writes the locations it found into the new `baton.toml`.
 
 use crate::cli::InitArgs;
 use crate::commands::Code;
-use crate::config::{self, Config};
+use crate::config;
 use anyhow::{Context, Result};
 use baton_store::ledger::Now;
+use baton_store::locate::{self, Layout};
 use baton_store::sprint_file::SprintDoc;
 use serde::Serialize;
 use std::fs;
@@ -39,6 +44,41 @@ struct Report {
     paths: std::collections::BTreeMap<&'static str, String>,
     created: Vec<String>,
     kept: Vec<String>,
+    found: Vec<String>,
+}
+
+/// The `baton.toml` template with `[paths]` set to what was found: the sprint file when a
+/// BMad one exists, stories and planning folders when a BMad config or sprint file told where
+/// they are. A project where nothing was found gets the plain template.
+fn template_with_paths(root: &Path, layout: &Layout) -> String {
+    let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+    // A JSON string is a valid TOML basic string.
+    let q = |p: &Path| serde_json::to_string(&rel(p)).unwrap_or_default();
+    let sprint = layout
+        .sprint_status
+        .as_deref()
+        .filter(|_| layout.sprint_is_bmad);
+    if sprint.is_none() && layout.config.is_none() {
+        return config::TEMPLATE.to_owned();
+    }
+    let mut text = config::TEMPLATE.to_owned();
+    for (key, path) in [
+        ("sprint_status", sprint),
+        ("stories", Some(layout.stories.as_path())),
+        ("planning", Some(layout.planning.as_path())),
+    ] {
+        let Some(path) = path else { continue };
+        let Some(start) = text.find(&format!("# {key} = ")) else {
+            continue;
+        };
+        let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+        text.replace_range(start..end, &format!("{key} = {}", q(path)));
+    }
+    text.replacen(
+        "[paths]\n",
+        "[paths]\n# Found by `baton init` from the project's BMad layout.\n",
+        1,
+    )
 }
 
 /// Detects an existing code base; returns the signals that matched.
@@ -135,13 +175,15 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
     let mut kept = Vec::new();
     let signals = brownfield_signals(root);
     let toml_path = root.join(config::FILE_NAME);
+    let layout = locate::locate(root);
     if toml_path.exists() {
         kept.push(config::FILE_NAME.to_owned());
     } else {
-        baton_store::atomic::replace_durable(&toml_path, config::TEMPLATE.as_bytes())?;
+        let text = template_with_paths(root, &layout);
+        baton_store::atomic::replace_durable(&toml_path, text.as_bytes())?;
         created.push(config::FILE_NAME.to_owned());
     }
-    let cfg = Config::load(root)?;
+    let (cfg, _) = crate::project::located(root)?;
     let state = &cfg.state_dir;
     if state.is_dir() {
         kept.push(format!("{}/", config::STATE_DIR));
@@ -164,8 +206,33 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "project".to_owned());
+    let mut found = layout.notes.clone();
+    let foreign = layout
+        .sprint_status
+        .as_ref()
+        .filter(|_| !layout.sprint_is_bmad);
+    let elsewhere = layout
+        .sprint_status
+        .as_ref()
+        .filter(|p| layout.sprint_is_bmad && **p != cfg.sprint_status);
     if cfg.sprint_status.exists() {
         kept.push(rel(&cfg.sprint_status));
+    } else if let Some(real) = elsewhere {
+        // `baton.toml` points somewhere empty while BMad's sprint file is elsewhere: a second
+        // file would split the plan in two.
+        found.push(format!(
+            "no sprint file created: `paths.sprint_status` in `{}` names `{}`, which does not exist, but BMad's sprint file is `{}`; point the setting at it",
+            config::FILE_NAME,
+            rel(&cfg.sprint_status),
+            rel(real)
+        ));
+    } else if let Some(other) = foreign {
+        // Another tool's file: a second, empty sprint file would only hide it. Say so instead.
+        found.push(format!(
+            "no sprint file created: `{}` is not a BMad sprint file; run BMad's sprint planning, or set `paths.sprint_status` in `{}`",
+            rel(other),
+            config::FILE_NAME
+        ));
     } else {
         let now = Now::system().stamp.to_string();
         let text = skeleton(&project, &rel(&cfg.stories), &now);
@@ -190,6 +257,7 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
         .collect(),
         created,
         kept,
+        found,
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -201,6 +269,9 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
     }
     for k in &report.kept {
         println!("  kept     {k} (already there)");
+    }
+    for f in &report.found {
+        println!("  found    {f}");
     }
     if report.signals.is_empty() {
         println!(

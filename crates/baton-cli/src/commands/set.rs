@@ -4,7 +4,7 @@ use crate::cli::SetArgs;
 use crate::commands::Code;
 use anyhow::{Result, bail};
 use baton_core::actor::Actor;
-use baton_core::status::Status;
+use baton_core::status::{Status, StatusValue};
 use baton_store::ledger::{LedgerError, Now, Request};
 use std::path::Path;
 
@@ -43,6 +43,9 @@ pub fn run(root: &Path, args: &SetArgs) -> Result<Code> {
         }
         Err(e) => return Err(e.into()),
     };
+    if let Some(w) = story_file_ahead(&cfg.stories, ledger.doc().sprint(), &args.key) {
+        eprintln!("warning: {w}");
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&applied)?);
         return Ok(Code::Ok);
@@ -60,4 +63,22 @@ pub fn run(root: &Path, args: &SetArgs) -> Result<Code> {
         println!("{}: {} → {}{forced}{who}", a.key, a.from, a.to);
     }
     Ok(Code::Ok)
+}
+
+/// A sentence when the story file of `key` states a status ahead of the sprint file's, which
+/// the transition left as it was (a story file is never lowered silently).
+fn story_file_ahead(stories: &Path, sprint: &baton_core::Sprint, key: &str) -> Option<String> {
+    let entry = sprint.get(key)?;
+    let kind = entry.key.kind();
+    let path = baton_store::story_file::find(stories, key)?;
+    let story = baton_store::story_file::read_status_at(&path).ok()??;
+    let rank = |v: &str| StatusValue::parse(v, kind).0.known()?.rank(kind);
+    let (s, f) = (rank(&story.value)?, rank(entry.raw.as_deref()?)?);
+    (s > f).then(|| {
+        format!(
+            "the story file `{}` says `{}`, ahead of the sprint file; it was left as it is",
+            path.display(),
+            story.value
+        )
+    })
 }

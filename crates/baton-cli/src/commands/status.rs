@@ -6,12 +6,14 @@ use anyhow::Result;
 use baton_core::key::KeyKind;
 use baton_core::next::{NextAction, next_action};
 use baton_core::status::Status;
+use baton_core::status::StatusValue;
 use baton_core::validate::{self, Options, Problem, ProblemKind, Severity};
 use baton_store::ledger::Now;
-use baton_store::sprint_file::{LoadError, SprintDoc};
+use baton_store::sprint_file::{LoadError, SprintDoc, diagnose};
+use baton_store::story_file;
 use comfy_table::{Table, presets::NOTHING};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// Version of the `--json` schema (docs/status-json.md).
@@ -21,11 +23,14 @@ const SCHEMA_VERSION: u32 = 1;
 struct Row {
     key: String,
     kind: &'static str,
-    epic: Option<u32>,
+    epic: Option<baton_core::key::EpicId>,
     status: String,
     file_status: Option<String>,
     extended: bool,
     line: usize,
+    /// The story file's own status, when it has a file that states one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    story_file_status: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -63,17 +68,27 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
     let cfg = crate::project::config(root)?;
     crate::project::require_sprint(&cfg)?;
     let file = cfg.sprint_status.display().to_string();
+    crate::project::require_bmad_sprint(&cfg)?;
     let doc = match SprintDoc::load(&cfg.sprint_status) {
         Ok(doc) => doc,
         Err(err) if args.validate => {
-            let p = syntax_problem(&err);
+            // Report every entry baton cannot handle, not just the first.
+            let text = std::fs::read(&cfg.sprint_status).unwrap_or_default();
+            let mut all: Vec<Problem> =
+                diagnose(&cfg.sprint_status, &String::from_utf8_lossy(&text))
+                    .iter()
+                    .map(syntax_problem)
+                    .collect();
+            if all.is_empty() {
+                all.push(syntax_problem(&err));
+            }
             if args.json {
                 let out = serde_json::json!({
-                    "schema_version": SCHEMA_VERSION, "file": file, "valid": false, "problems": [p],
+                    "schema_version": SCHEMA_VERSION, "file": file, "valid": false, "problems": all,
                 });
                 println!("{}", serde_json::to_string_pretty(&out)?);
             } else {
-                print_problems(&file, &[p]);
+                print_problems(&file, &all);
             }
             return Ok(Code::Error);
         }
@@ -114,6 +129,40 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
             });
         }
     }
+    let story_statuses = story_statuses(&cfg.stories, sprint);
+    for e in sprint.unique() {
+        let Some((path, story)) = story_statuses.get(e.key.as_str()) else {
+            continue;
+        };
+        let kind = e.key.kind();
+        let file_value = e.value.clone();
+        let story_value = StatusValue::parse(story, kind).0;
+        if story_value == file_value {
+            continue;
+        }
+        let rank = |v: &StatusValue| v.known().and_then(|s| s.rank(kind));
+        let ahead = matches!((rank(&story_value), rank(&file_value)), (Some(a), Some(b)) if a > b);
+        let key = e.key.as_str();
+        let message = if ahead {
+            format!(
+                "`{key}`: the story file `{}` says `{story}`, ahead of the sprint file's `{file_value}`; baton lowers neither (`baton set {key} {story}` if that is true)",
+                path.display()
+            )
+        } else {
+            format!(
+                "`{key}`: the story file `{}` says `{story}` but the sprint file says `{file_value}`",
+                path.display()
+            )
+        };
+        problems.push(Problem {
+            severity: Severity::Warning,
+            kind: ProblemKind::StoryFileMismatch,
+            line: Some(e.line),
+            key: Some(key.to_owned()),
+            message,
+        });
+    }
+    problems.sort_by_key(|p| (p.line.unwrap_or(0), p.severity));
     let valid = !validate::has_errors(&problems);
 
     let rows: Vec<Row> = sprint
@@ -127,6 +176,7 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
             file_status: e.raw.clone(),
             extended: e.extended.is_some(),
             line: e.line,
+            story_file_status: story_statuses.get(e.key.as_str()).map(|(_, s)| s.clone()),
         })
         .collect();
     let mut counts: BTreeMap<&'static str, BTreeMap<String, usize>> = BTreeMap::new();
@@ -171,6 +221,29 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
     })
 }
 
+/// `key → (story file, its status)` of every story that has a file stating a status.
+fn story_statuses(
+    dir: &Path,
+    sprint: &baton_core::Sprint,
+) -> HashMap<String, (std::path::PathBuf, String)> {
+    let files = story_file::index(dir);
+    let mut out = HashMap::new();
+    for e in sprint.unique() {
+        if !matches!(e.key.kind(), KeyKind::Story { .. }) {
+            continue;
+        }
+        let Some(path) = files.get(e.key.as_str()) else {
+            continue;
+        };
+        if let Ok(Some(s)) = story_file::read_status_at(path)
+            && !s.value.is_empty()
+        {
+            out.insert(e.key.as_str().to_owned(), (path.clone(), s.value));
+        }
+    }
+    out
+}
+
 fn print_problems(file: &str, problems: &[Problem]) {
     for p in problems {
         let sev = match p.severity {
@@ -192,6 +265,7 @@ fn print_problems(file: &str, problems: &[Problem]) {
 }
 
 fn print_board(board: &Board) {
+    println!("sprint file: {}", board.file);
     println!(
         "{}{}",
         board.project.as_deref().unwrap_or("sprint"),
@@ -210,8 +284,18 @@ fn print_board(board: &Board) {
         } else {
             "  "
         };
-        let note = if r.extended {
+        let story_differs = r.story_file_status.as_deref().is_some_and(|s| {
+            Some(s) != r.file_status.as_deref() && Some(s) != Some(r.status.as_str())
+        });
+        let note = if story_differs {
+            format!(
+                "story file: {}",
+                r.story_file_status.as_deref().unwrap_or("-")
+            )
+        } else if r.extended {
             format!("file: {}", r.file_status.as_deref().unwrap_or("-"))
+        } else if r.file_status.as_deref().is_some_and(|f| f != r.status) {
+            format!("file: {} (legacy)", r.file_status.as_deref().unwrap_or("-"))
         } else {
             match r.kind {
                 "opaque" => "kept as is".to_owned(),

@@ -13,3 +13,4 @@ mod snapshots;
 mod sprint;
 mod team;
 mod validate;
+mod wild;

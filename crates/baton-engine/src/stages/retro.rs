@@ -12,13 +12,13 @@ use crate::protocol::Event;
 use baton_agent::outcome::Status as AgentStatus;
 use baton_core::actor::Actor;
 use baton_core::dispatch::{self, Stage};
-use baton_core::key::KeyKind;
+use baton_core::key::{EpicId, KeyKind};
 use baton_core::status::{Status, StatusValue};
 use baton_core::story::{Move, StagePlan, StepDetail, StepOutcome};
 use std::sync::Arc;
 
 /// The epics whose retrospective is owed, in sprint order.
-pub fn owed(run: &RunCtx) -> Result<Vec<u32>, EngineError> {
+pub fn owed(run: &RunCtx) -> Result<Vec<EpicId>, EngineError> {
     run.with_ledger(|l| {
         l.refresh()?;
         let sprint = l.doc().sprint();
@@ -39,7 +39,7 @@ pub fn owed(run: &RunCtx) -> Result<Vec<u32>, EngineError> {
 }
 
 /// Holds the retrospective of `epic`; returns whether it was held.
-pub async fn hold(run: &Arc<RunCtx>, epic: u32) -> Result<bool, EngineError> {
+pub async fn hold(run: &Arc<RunCtx>, epic: EpicId) -> Result<bool, EngineError> {
     let key = format!("epic-{epic}-retrospective");
     let ctx = StoryCtx::new(run.clone(), &key);
     let agent = dispatch::agent_for(Stage::Retro);

@@ -129,7 +129,9 @@ impl SprintDoc {
         };
         let yaml = parse_yaml(&text).map_err(|(l, c, m)| syntax(l, c, m))?;
         let scan = scan::scan(&text).map_err(|e| syntax(e.line, None, e.message))?;
-        cross_check(&scan, &yaml).map_err(|(l, m)| syntax(l, None, m))?;
+        if let Some((l, m)) = cross_check(&scan, &yaml).into_iter().next() {
+            return Err(syntax(l, None, m));
+        }
         let sprint = model(&text, &scan);
         Ok(SprintDoc {
             path: path.to_path_buf(),
@@ -279,9 +281,49 @@ fn to_usize(n: impl TryInto<usize>) -> usize {
     n.try_into().unwrap_or(usize::MAX)
 }
 
-fn cross_check(scan: &Scan, yaml: &Option<YamlStatuses>) -> Result<(), (usize, String)> {
+/// Every problem that keeps `text` from loading, in file order: the YAML error (a parser stops
+/// at its first), every line the scanner cannot place, and every entry that YAML and the
+/// scanner read differently. Empty when [`SprintDoc::parse`] would succeed.
+pub fn diagnose(path: &Path, text: &str) -> Vec<LoadError> {
+    let syntax = |line: usize, column: Option<usize>, message: String| LoadError::Syntax {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message,
+    };
+    let (scan, scan_errors) = scan::scan_all(text);
+    let mut out: Vec<LoadError> = scan_errors
+        .into_iter()
+        .map(|e| syntax(e.line, None, e.message))
+        .collect();
+    match parse_yaml(text) {
+        Err((l, c, m)) => {
+            if !out
+                .iter()
+                .any(|e| matches!(e, LoadError::Syntax { line, .. } if *line == l))
+            {
+                out.push(syntax(l, c, m));
+            }
+        }
+        Ok(yaml) if out.is_empty() => {
+            out.extend(
+                cross_check(&scan, &yaml)
+                    .into_iter()
+                    .map(|(l, m)| syntax(l, None, m)),
+            );
+        }
+        Ok(_) => {}
+    }
+    out.sort_by_key(|e| match e {
+        LoadError::Syntax { line, .. } => *line,
+        _ => 0,
+    });
+    out
+}
+
+fn cross_check(scan: &Scan, yaml: &Option<YamlStatuses>) -> Vec<(usize, String)> {
     let Some(yaml) = yaml else {
-        return Ok(());
+        return Vec::new();
     };
     let mut seen = std::collections::HashSet::with_capacity(scan.entries.len());
     let firsts: Vec<&ScannedEntry> = scan
@@ -289,9 +331,10 @@ fn cross_check(scan: &Scan, yaml: &Option<YamlStatuses>) -> Result<(), (usize, S
         .iter()
         .filter(|e| seen.insert(e.key.as_str()))
         .collect();
+    let mut out = Vec::new();
     if firsts.len() != yaml.len() {
         let line = scan.dev_line.unwrap_or(1);
-        return Err((
+        out.push((
             line,
             format!(
                 "`development_status` has {} entries for YAML but baton read {}; the mapping uses a layout baton cannot edit safely (keep one `key: status` per line)",
@@ -299,11 +342,12 @@ fn cross_check(scan: &Scan, yaml: &Option<YamlStatuses>) -> Result<(), (usize, S
                 firsts.len()
             ),
         ));
+        return out;
     }
     for (e, (key, status)) in firsts.iter().zip(yaml) {
         let mine = e.slot.value.as_ref().map(|v| v.text.as_str());
         if e.key != *key || mine != status.as_deref() {
-            return Err((
+            out.push((
                 e.line,
                 format!(
                     "`{}` reads as `{}` to YAML but `{}` to baton's editor (anchors, tags or multi-line values are not supported in `development_status`)",
@@ -314,7 +358,7 @@ fn cross_check(scan: &Scan, yaml: &Option<YamlStatuses>) -> Result<(), (usize, S
             ));
         }
     }
-    Ok(())
+    out
 }
 
 /// The `baton: <state>` marker in a trailing comment, if its state fits the canonical value.

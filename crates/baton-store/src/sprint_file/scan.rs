@@ -254,24 +254,42 @@ fn matching_brace(line: &str, open: usize) -> Option<usize> {
     None
 }
 
-/// Scans a whole file.
+/// Scans a whole file; fails on the first line it cannot place.
 pub fn scan(text: &str) -> Result<Scan, ScanError> {
+    let (scan, mut errors) = scan_all(text);
+    if errors.is_empty() {
+        Ok(scan)
+    } else {
+        Err(errors.swap_remove(0))
+    }
+}
+
+/// Scans a whole file, going on past the lines it cannot place: returns what it read and one
+/// error per such line (in file order), so a validator can report every one of them.
+pub fn scan_all(text: &str) -> (Scan, Vec<ScanError>) {
     let mut out = Scan::default();
+    let mut errors = Vec::new();
     let mut in_dev = false;
     let mut entry_indent: Option<usize> = None;
     let mut open_struct: Option<usize> = None; // index of entry whose block children follow
     let mut child_indent: Option<usize> = None; // indentation of that entry's direct children
+    let mut wrapped = false; // the open entry's value sat on the line after its key
+    let mut explicit: Option<(String, usize)> = None; // `? key` waiting for its `: value`
     for line in lines(text) {
         let t = line.text;
         if is_blank_or_comment(t) {
             continue;
         }
         let ind = indent(t);
-        if t.starts_with('\t') {
-            return Err(ScanError {
+        let mut fail = |message: String| {
+            errors.push(ScanError {
                 line: line.no,
-                message: "tab used for indentation; YAML needs spaces".into(),
-            });
+                message,
+            })
+        };
+        if t.starts_with('\t') {
+            fail("tab used for indentation; YAML needs spaces".into());
+            continue;
         }
         if ind == 0 {
             in_dev = false;
@@ -280,22 +298,19 @@ pub fn scan(text: &str) -> Result<Scan, ScanError> {
                 continue;
             }
             let Some((name, rest)) = split_key(t) else {
-                return Err(ScanError {
-                    line: line.no,
-                    message: format!("expected `key: value`, found `{}`", t.trim()),
-                });
+                fail(format!("expected `key: value`, found `{}`", t.trim()));
+                continue;
             };
             let slot = slot_of(t, line.start, rest);
             if name == "development_status" {
-                if slot.value.is_some() {
-                    return Err(ScanError {
-                        line: line.no,
-                        message: "`development_status` must be a block mapping (one `key: status` per line), not an inline value".into(),
-                    });
-                }
                 out.dev_line = Some(line.no);
-                in_dev = true;
                 entry_indent = None;
+                match &slot.value {
+                    None => in_dev = true,
+                    // An empty plan written in flow style by another tool.
+                    Some(v) if v.quote.is_none() && v.text.replace(' ', "") == "{}" => {}
+                    Some(_) => fail("`development_status` must be a block mapping (one `key: status` per line), not an inline value".into()),
+                }
                 continue;
             }
             out.fields.push(TopField {
@@ -316,27 +331,38 @@ pub fn scan(text: &str) -> Result<Scan, ScanError> {
         }
         let want = *entry_indent.get_or_insert(ind);
         if ind < want {
-            return Err(ScanError {
-                line: line.no,
-                message: format!(
-                    "indentation of {ind} spaces does not match the {want} of the entries above"
-                ),
-            });
+            fail(format!(
+                "indentation of {ind} spaces does not match the {want} of the entries above"
+            ));
+            continue;
         }
         let body = &t[ind..];
         if ind > want {
-            // A child line of a block-struct entry: look for `status:`.
             let Some(idx) = open_struct else {
-                return Err(ScanError {
-                    line: line.no,
-                    message: "unexpected deeper indentation: a status value cannot span lines"
-                        .into(),
-                });
+                fail("unexpected deeper indentation: a status value cannot span lines".into());
+                continue;
             };
-            out.entries[idx].structured = true;
+            if wrapped {
+                fail(format!(
+                    "the value of `{}` continues over several lines; put it on one line",
+                    out.entries[idx].key
+                ));
+                continue;
+            }
+            let first_child = child_indent.is_none();
             let direct = *child_indent.get_or_insert(ind) == ind;
+            let child_key = split_key(body);
+            if first_child && child_key.is_none() && !body.starts_with(['-', '?', '{', '[']) {
+                // `key:` with its value on the next line, as YAML emitters write keys that
+                // reach the line width (PyYAML wraps at 80 columns).
+                out.entries[idx].slot = slot_of(t, line.start, ind);
+                wrapped = true;
+                continue;
+            }
+            // A child line of a block-struct entry: look for `status:`.
+            out.entries[idx].structured = true;
             if direct
-                && let Some((k, rest)) = split_key(body)
+                && let Some((k, rest)) = child_key
                 && k == "status"
                 && out.entries[idx].slot.value.is_none()
             {
@@ -344,22 +370,48 @@ pub fn scan(text: &str) -> Result<Scan, ScanError> {
             }
             continue;
         }
-        if body.starts_with('-') {
-            return Err(ScanError {
-                line: line.no,
-                message: "`development_status` must be a mapping, found a list item".into(),
+        open_struct = None;
+        child_indent = None;
+        wrapped = false;
+        if let Some(k) = body.strip_prefix("? ") {
+            // An explicit key (`? long-key` then `: value`), written for very long keys.
+            let k = k.split(" #").next().unwrap_or(k).trim();
+            let k = k
+                .strip_prefix('"')
+                .and_then(|r| r.strip_suffix('"'))
+                .or_else(|| k.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')))
+                .unwrap_or(k);
+            explicit = Some((k.to_owned(), line.no));
+            continue;
+        }
+        if body == ":" || body.starts_with(": ") {
+            let Some((key, key_line)) = explicit.take() else {
+                fail("a `: value` line without a `? key` line above it".into());
+                continue;
+            };
+            out.entries.push(ScannedEntry {
+                key,
+                line: key_line,
+                slot: slot_of(t, line.start, ind + 1),
+                structured: false,
             });
+            continue;
+        }
+        if let Some((key, key_line)) = explicit.take() {
+            fail(format!(
+                "the explicit key `{key}` on line {key_line} has no `: value` line"
+            ));
+        }
+        if body.starts_with('-') {
+            fail("`development_status` must be a mapping, found a list item".into());
+            continue;
         }
         let Some((key, rest)) = split_key(body) else {
-            return Err(ScanError {
-                line: line.no,
-                message: format!("expected `key: status`, found `{}`", body.trim()),
-            });
+            fail(format!("expected `key: status`, found `{}`", body.trim()));
+            continue;
         };
         let mut slot = slot_of(t, line.start, ind + rest);
         let mut structured = false;
-        open_struct = None;
-        child_indent = None;
         match &slot.value {
             Some(v) if v.quote.is_none() && v.text.starts_with('{') => {
                 structured = true;
@@ -381,7 +433,13 @@ pub fn scan(text: &str) -> Result<Scan, ScanError> {
             structured,
         });
     }
-    Ok(out)
+    if let Some((key, key_line)) = explicit {
+        errors.push(ScanError {
+            line: key_line,
+            message: format!("the explicit key `{key}` has no `: value` line"),
+        });
+    }
+    (out, errors)
 }
 
 #[cfg(test)]
@@ -438,6 +496,47 @@ mod tests {
         assert_eq!(err.line, 3);
         let err = scan("development_status:\n  - a\n").unwrap_err();
         assert_eq!(err.line, 2);
+    }
+
+    #[test]
+    fn wrapped_and_explicit_keys_and_an_empty_flow_plan() {
+        let long = "9-12-a-story-whose-key-is-long-enough-that-an-emitter-wraps-its-value";
+        let text = format!(
+            "development_status:\n  epic-9: in-progress\n  {long}:\n    review  # wrapped\n  ? {long}-x\n  : done\n  9-13-b: backlog\n"
+        );
+        let s = scan(&text).unwrap();
+        let got: Vec<(&str, String, usize)> = s
+            .entries
+            .iter()
+            .map(|e| (e.key.as_str(), value(&text, e), e.line))
+            .collect();
+        let long_x = format!("{long}-x");
+        assert_eq!(
+            got,
+            [
+                ("epic-9", "in-progress".to_owned(), 2),
+                (long, "review".to_owned(), 3),
+                (long_x.as_str(), "done".to_owned(), 5),
+                ("9-13-b", "backlog".to_owned(), 7),
+            ]
+        );
+        assert!(!s.entries[1].structured);
+        assert_eq!(
+            &text[s.entries[1].slot.comment.clone().unwrap()],
+            "# wrapped"
+        );
+        let empty = scan("project: x\ndevelopment_status: {}\n").unwrap();
+        assert_eq!(empty.dev_line, Some(2));
+        assert!(empty.entries.is_empty());
+    }
+
+    #[test]
+    fn scan_all_reports_every_bad_line() {
+        let text = "development_status:\n  epic-1: backlog\n  - x\n  1-1-a: done\n  just words\n  1-2-b:\n    in\n    progress\n";
+        let (s, errors) = scan_all(text);
+        let lines: Vec<usize> = errors.iter().map(|e| e.line).collect();
+        assert_eq!(lines, [3, 5, 8]);
+        assert_eq!(s.entries.len(), 3);
     }
 
     #[test]
