@@ -21,6 +21,7 @@ pub mod sprint_tools;
 pub mod stages;
 pub mod story;
 pub mod story_doc;
+pub mod tamper;
 pub mod workflows;
 
 pub use error::EngineError;

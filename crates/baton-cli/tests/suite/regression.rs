@@ -293,3 +293,38 @@ fn a_baseline_commit_an_agent_wrote_in_any_script_cannot_crash_the_review() {
     assert_eq!(report["end"], "completed", "{}", run.describe());
     assert!(!run.stderr.contains("panicked"), "{}", run.describe());
 }
+
+#[test]
+fn a_sprint_file_edited_by_an_agent_is_reverted_and_its_story_stopped() {
+    // The developer marks its own story and an unstarted one done by rewriting the sprint file
+    // with an allowlisted interpreter, around the file tools.
+    let sprint = format!("{STORIES}/sprint-status.yaml");
+    let rewrite = format!(
+        "import pathlib; p = pathlib.Path('{sprint}'); t = p.read_text(); \
+         p.write_text(t.replace('{K1}: in-progress', '{K1}: done').replace('{K2}: backlog', '{K2}: done'))"
+    );
+    let script = Script::new().create(K1).turn(
+        "developer",
+        &re(&format!("Implement story `{K1}` (mode: dev)")),
+        "Done, trust me.",
+        vec![call(
+            "run_command",
+            json!({ "program": "python3", "args": ["-c", rewrite] }),
+        )],
+    );
+    let script = script.turn("developer", "exit code: 0", "All done.", vec![]);
+    let p = sprint_project(Toml::default(), &script);
+    let (_, report, run) = sprint_json(&p, &["--yolo", "--stories", K1], 1);
+    let st = statuses(&p);
+    assert_eq!(st[K1], "needs-intervention", "{}", run.describe());
+    assert_eq!(st[K2], "backlog", "the unstarted story stayed done");
+    let reason = report["stories"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("edited outside baton's tools"),
+        "{report:#}"
+    );
+    // The revert is journaled, and the file and the journal agree.
+    let log = baton(&p, &["log", "--key", K2, "--json"]).expect_code(0);
+    assert!(log.stdout.contains("reverted"), "{}", log.describe());
+    baton(&p, &["status", "--validate"]).expect_code(0);
+}

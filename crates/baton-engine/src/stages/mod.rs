@@ -16,6 +16,7 @@ use crate::ctx::StoryCtx;
 use crate::error::EngineError;
 use crate::protocol::Event;
 use crate::story_doc;
+use crate::tamper;
 use baton_agent::outcome::{Outcome, Status as AgentStatus};
 use baton_core::dispatch::Stage;
 use baton_core::status::Status;
@@ -96,9 +97,20 @@ async fn execute<S: StageWork>(
     }
     let step = ctx.begin_step(plan, status)?;
     let outcome = ctx.run_agent(plan.agent, &task).await;
-    let mut settled = match outcome.status {
-        AgentStatus::Completed => stage.settle(plan, &outcome, step, ctx).await?,
-        other => unfinished(other, &outcome, ctx)?,
+    let mut settled = if let Some(why) = tamper::check(&ctx.run)? {
+        Settled {
+            outcome: StepOutcome::Failed,
+            detail: StepDetail {
+                reason: Some(why),
+                ..StepDetail::default()
+            },
+            commit: None,
+        }
+    } else {
+        match outcome.status {
+            AgentStatus::Completed => stage.settle(plan, &outcome, step, ctx).await?,
+            other => unfinished(other, &outcome, ctx)?,
+        }
     };
     settled.detail.started_in = Some(status);
     settled.detail.agent = Some(outcome.agent.clone());

@@ -64,6 +64,7 @@ pub async fn hold(run: &Arc<RunCtx>, epic: EpicId) -> Result<bool, EngineError> 
     );
     let step = ctx.begin_step(&plan, Status::Optional)?;
     let outcome = ctx.run_agent(agent, &task).await;
+    let tampered = crate::tamper::check(run)?;
     let prefix = format!("epic-{epic}-retro");
     let written = std::fs::read_dir(&run.settings.stories_dir)
         .map(|r| {
@@ -73,14 +74,14 @@ pub async fn hold(run: &Arc<RunCtx>, epic: EpicId) -> Result<bool, EngineError> 
             })
         })
         .unwrap_or(false);
-    let held = outcome.status == AgentStatus::Completed && written;
+    let held = outcome.status == AgentStatus::Completed && written && tampered.is_none();
     let detail = StepDetail {
         started_in: Some(Status::Optional),
         agent: Some(agent.to_owned()),
         reason: (!held).then(|| {
-            outcome
-                .reason
+            tampered
                 .clone()
+                .or_else(|| outcome.reason.clone())
                 .unwrap_or_else(|| format!("no `{prefix}*.md` was written"))
         }),
         ..StepDetail::default()
