@@ -328,3 +328,29 @@ fn a_sprint_file_edited_by_an_agent_is_reverted_and_its_story_stopped() {
     assert!(log.stdout.contains("reverted"), "{}", log.describe());
     baton(&p, &["status", "--validate"]).expect_code(0);
 }
+
+#[test]
+fn provider_keys_never_reach_the_orchestrators_test_run() {
+    let secret = "sk-ant-e2e-do-not-leak-4242";
+    let p = sprint_project(Toml::default(), &Script::new().straight(K1));
+    // Tests an agent could have written: they print the environment, then pass.
+    p.write(
+        "baton.toml",
+        "[sprint]\ntest_command = [\"sh\", \"-c\", \"env > .baton/test-env; cat tests-pass\"]\n\n[agents]\nmodel = \"script/t\"\n",
+    );
+    git(
+        p.root(),
+        &["commit", "-qam", "tests that print the environment"],
+    );
+    let mut cmd = command(&p, &["sprint", "--yolo", "--json", "--stories", K1]);
+    cmd.env("ANTHROPIC_API_KEY", secret)
+        .env("OPENAI_API_KEY", secret);
+    let run = super::sprint::run_guarded(cmd, &["sprint"]);
+    assert_eq!(run.code, Some(0), "{}", run.describe());
+    let env = std::fs::read_to_string(p.root().join(".baton/test-env")).expect("the tests ran");
+    assert!(env.contains("PATH="), "{env}");
+    assert!(
+        !env.contains(secret),
+        "a provider key reached the tests:\n{env}"
+    );
+}
