@@ -20,7 +20,11 @@ pub fn set_baseline(path: &Path, commit: &str) -> Result<(), EngineError> {
     }
     doc.set("baseline_commit", commit)
         .map_err(|e| EngineError::file(path, e))?;
-    doc.save().map_err(|e| EngineError::file(path, e))
+    // Not flushed: the durable transition to in-progress follows at once, and a baseline lost
+    // to a power cut only costs the reviewer its base.
+    baton_store::atomic::replace_unsynced(path, doc.text().as_bytes())
+        .map_err(|e| EngineError::file(path, e))?;
+    Ok(())
 }
 
 /// The story's baseline commit, if recorded.
@@ -66,7 +70,8 @@ fn edit(path: &Path, f: impl FnOnce(&str) -> String) -> Result<(), EngineError> 
     let new = f(&text);
     // Not flushed: the stage's commit follows, and a story file lost to a power cut is rebuilt
     // by running the stage again.
-    baton_store::atomic::replace(path, new.as_bytes()).map_err(|e| EngineError::file(path, e))?;
+    baton_store::atomic::replace_unsynced(path, new.as_bytes())
+        .map_err(|e| EngineError::file(path, e))?;
     Ok(())
 }
 
