@@ -10,6 +10,7 @@ pub mod definition;
 pub mod discovery;
 pub mod guard;
 pub mod outcome;
+pub mod protect;
 pub mod runner;
 pub mod sandbox;
 pub mod tools;

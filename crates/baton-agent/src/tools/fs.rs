@@ -305,6 +305,16 @@ async fn write_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolR
         })?;
     }
     let existed = tokio::fs::symlink_metadata(&abs).await.is_ok();
+    if ctx.sandbox.is_story_file(&abs) {
+        let before = if existed {
+            Some(read_text(&abs, &shown).await?)
+        } else {
+            None
+        };
+        ctx.sandbox
+            .check_content(&abs, before.as_deref(), content)
+            .map_err(refused)?;
+    }
     tokio::fs::write(&abs, content)
         .await
         .map_err(|e| ToolResult::error(format!("cannot write `{shown}`: {e}")))?;
@@ -390,6 +400,9 @@ async fn edit_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolRe
         }
     }
     let edited = text.replacen(old, new, 1);
+    ctx.sandbox
+        .check_content(&abs, Some(&text), &edited)
+        .map_err(refused)?;
     tokio::fs::write(&abs, &edited)
         .await
         .map_err(|e| ToolResult::error(format!("cannot write `{shown}`: {e}")))?;
