@@ -56,6 +56,41 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<fs::Metadata, WriteError> {
     file.metadata().map_err(err(&target))
 }
 
+/// Replaces `path` with `bytes` like [`replace`], but only if `unchanged` still accepts the
+/// metadata of the file at `path` right before the rename (after the temp file was written and
+/// flushed, which is what takes time). Returns `None`, leaving the file alone, when it does not.
+///
+/// What remains is the instant between that last look and the rename: a file replaced in that
+/// window (microseconds, against the milliseconds a flush takes) is overwritten.
+pub fn replace_if(
+    path: &Path,
+    bytes: &[u8],
+    unchanged: impl FnOnce(&fs::Metadata) -> bool,
+) -> Result<Option<fs::Metadata>, WriteError> {
+    let target = real_target(path);
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&temp_prefix(&target))
+        .tempfile_in(&dir)
+        .map_err(err(&target))?;
+    let current = fs::metadata(&target).map_err(err(&target))?;
+    tmp.as_file()
+        .set_permissions(current.permissions())
+        .map_err(err(&target))?;
+    tmp.write_all(bytes).map_err(err(&target))?;
+    tmp.as_file().sync_data().map_err(err(&target))?;
+    // The flush is done: look again, as late as possible, then rename.
+    let now = fs::metadata(&target).map_err(err(&target))?;
+    if !unchanged(&now) {
+        return Ok(None);
+    }
+    let file = tmp.persist(&target).map_err(|e| err(&target)(e.error))?;
+    file.metadata().map(Some).map_err(err(&target))
+}
+
 /// The prefix of `path`'s temporary files: `.<name>.baton-tmp-`, so the ones a killed writer
 /// left behind can be found and removed by the next writer of the same file.
 fn temp_prefix(path: &Path) -> String {

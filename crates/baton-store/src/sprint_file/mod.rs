@@ -10,7 +10,7 @@
 mod edit;
 pub mod scan;
 
-pub use edit::{Change, EditError, EditOptions};
+pub use edit::{Change, EditError, EditOptions, MAX_COMMENT_CHARS, comment_text};
 
 use crate::atomic;
 use baton_core::key::Key;
@@ -66,6 +66,15 @@ pub enum PersistError {
     /// Writing failed.
     #[error(transparent)]
     Write(#[from] atomic::WriteError),
+    /// The new text would not load back (a bug, or text that slipped past validation); nothing
+    /// was written.
+    #[error("refusing to write `{path}`: {detail}; the file was left as it was")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// What the loader said.
+        detail: String,
+    },
 }
 
 /// Identity of the file's on-disk version, for compare-and-swap.
@@ -162,13 +171,39 @@ impl SprintDoc {
     }
 
     /// Writes the current text atomically, unless the file changed on disk since it was read.
+    ///
+    /// The text is parsed again first (the write never leaves a file that does not load, or
+    /// loads differently), and the file's identity is compared both before the temp file is
+    /// written and again right before the rename.
     pub fn persist(&mut self) -> Result<(), PersistError> {
+        let conflict = || PersistError::Conflict {
+            path: self.path.clone(),
+        };
         if self.changed_on_disk() {
-            return Err(PersistError::Conflict {
-                path: self.path.clone(),
-            });
+            return Err(conflict());
         }
-        let meta = atomic::replace(&self.path, self.text.as_bytes())?;
+        match SprintDoc::parse(&self.path, self.text.clone()) {
+            Ok(back) if same_model(&back.sprint, &self.sprint) => {}
+            Ok(_) => {
+                return Err(PersistError::Unreadable {
+                    path: self.path.clone(),
+                    detail: "it would read back differently".to_owned(),
+                });
+            }
+            Err(e) => {
+                return Err(PersistError::Unreadable {
+                    path: self.path.clone(),
+                    detail: e.to_string(),
+                });
+            }
+        }
+        let expected = self.disk;
+        let written = atomic::replace_if(&self.path, self.text.as_bytes(), |now| {
+            Some(DiskVersion::of(now)) == expected
+        })?;
+        let Some(meta) = written else {
+            return Err(conflict());
+        };
         self.disk = Some(DiskVersion::of(&meta));
         Ok(())
     }
@@ -192,6 +227,13 @@ impl SprintDoc {
         atomic::replace_durable(path, text.as_bytes()).map_err(|e| write(e.source))?;
         Self::load(path)
     }
+}
+
+/// Whether two models read the same: fields and entries (with their lines) alike.
+fn same_model(a: &Sprint, b: &Sprint) -> bool {
+    a.fields == b.fields
+        && a.development_status_line == b.development_status_line
+        && a.entries == b.entries
 }
 
 /// Parses the whole text as YAML; returns the `development_status` mapping (key → status text,
@@ -378,3 +420,6 @@ mod tests;
 
 #[cfg(test)]
 mod proptests;
+
+#[cfg(test)]
+mod notes;
