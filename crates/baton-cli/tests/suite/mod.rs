@@ -5,6 +5,7 @@ mod common;
 mod concurrency;
 mod crash;
 mod demo;
+mod hand_edits;
 mod init;
 mod log;
 mod set;

@@ -198,8 +198,13 @@ impl SprintDoc {
             }
         }
         let expected = self.disk;
-        let written = atomic::replace_if(&self.path, self.text.as_bytes(), |now| {
-            Some(DiskVersion::of(now)) == expected
+        let written = atomic::replace_if(&self.path, self.text.as_bytes(), |now, moved| {
+            let now = DiskVersion::of(now);
+            match expected {
+                Some(e) if moved => DiskVersion { ctime: e.ctime, ..now } == e,
+                Some(e) => now == e,
+                None => false,
+            }
         })?;
         let Some(meta) = written else {
             return Err(conflict());
