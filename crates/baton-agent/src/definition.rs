@@ -9,6 +9,10 @@ use baton_store::frontmatter::{Document, FrontmatterError};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// The longest agent `timeout` accepted, in seconds (a year): larger values would overflow the
+/// clock arithmetic of a deadline.
+pub const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
+
 /// Where a definition came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "path", rename_all = "kebab-case")]
@@ -147,6 +151,13 @@ pub fn parse(origin: &str, text: &str, source: Source) -> Result<AgentDef, Defin
     }
     if front.max_turns == Some(0) {
         return Err(invalid("max_turns must be at least 1".into()));
+    }
+    if let Some(t) = front.timeout
+        && !(1..=MAX_TIMEOUT_SECS).contains(&t)
+    {
+        return Err(invalid(format!(
+            "timeout must be between 1 and {MAX_TIMEOUT_SECS} seconds (a year), not {t}"
+        )));
     }
     let prompt = doc.body().trim().to_owned();
     if prompt.is_empty() {

@@ -314,26 +314,31 @@ impl StoryStatus {
         if self.front.is_none() {
             format!("Status: {}", one(&self.line))
         } else {
-            format!("Status: {}, frontmatter status: {}", one(&self.line), one(&self.front))
+            format!(
+                "Status: {}, frontmatter status: {}",
+                one(&self.line),
+                one(&self.front)
+            )
         }
     }
 }
 
 fn story_status(text: &str) -> StoryStatus {
     let line = baton_store::story_file::read_status(text).map(|s| s.value);
-    let front = match baton_store::frontmatter::Document::parse("story.md", text) {
-        Ok(doc) => ["status", "Status"].into_iter().find_map(|k| {
-            match doc.get::<serde_json::Value>(k) {
-                Ok(Some(serde_json::Value::String(s))) => Some(s),
-                Ok(Some(serde_json::Value::Null)) | Ok(None) => None,
-                Ok(Some(other)) => Some(other.to_string()),
-                Err(_) => Some("<unreadable>".to_owned()),
-            }
-        }),
-        // A frontmatter that does not parse cannot be compared: read it as its own value, so
-        // breaking (or mending) it counts as a change.
-        Err(_) => Some("<unreadable frontmatter>".to_owned()),
-    };
+    let front =
+        match baton_store::frontmatter::Document::parse("story.md", text) {
+            Ok(doc) => ["status", "Status"].into_iter().find_map(|k| {
+                match doc.get::<serde_json::Value>(k) {
+                    Ok(Some(serde_json::Value::String(s))) => Some(s),
+                    Ok(Some(serde_json::Value::Null)) | Ok(None) => None,
+                    Ok(Some(other)) => Some(other.to_string()),
+                    Err(_) => Some("<unreadable>".to_owned()),
+                }
+            }),
+            // A frontmatter that does not parse cannot be compared: read it as its own value, so
+            // breaking (or mending) it counts as a change.
+            Err(_) => Some("<unreadable frontmatter>".to_owned()),
+        };
     StoryStatus { line, front }
 }
 

@@ -228,7 +228,12 @@ impl Runner {
         let timeout = def
             .timeout
             .map_or(self.default_timeout, Duration::from_secs);
-        let deadline = Instant::now() + timeout;
+        // A timeout too large for the clock means "no deadline" in practice: a year is as good.
+        let now = Instant::now();
+        let deadline = now
+            .checked_add(timeout)
+            .or_else(|| now.checked_add(Duration::from_secs(365 * 24 * 3600)))
+            .unwrap_or(now);
         let (status, reason) = match tokio::time::timeout_at(
             deadline,
             self.turns(def, &system, task, max_turns, &mut state, &mut transcript),
@@ -535,7 +540,8 @@ struct Snapshot {
 
 fn content_hash(path: &Path) -> Option<u64> {
     use std::hash::{Hash, Hasher};
-    let bytes = std::fs::read(path).ok()?;
+    // Bounded and regular files only: a FIFO an agent left in the tree must not block the run.
+    let bytes = baton_store::bounded::read(path, 1 << 30).ok()?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     bytes.hash(&mut h);
     Some(h.finish())

@@ -9,7 +9,6 @@
 //! `### File List` of the Dev Agent Record. Files are written with
 //! [`crate::atomic::replace_durable`].
 
-use std::fs;
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -320,18 +319,19 @@ pub fn file_list(text: &str) -> Vec<String> {
 /// Sets the `Status:` line of the story file at `path` to `new`, writing atomically only if the
 /// text changed; returns whether it changed.
 pub fn sync_status(path: &Path, new: &str) -> Result<bool, StoryFileError> {
-    let text = fs::read_to_string(path).map_err(|source| {
-        if source.kind() == io::ErrorKind::NotFound {
-            StoryFileError::Missing {
-                path: path.to_path_buf(),
+    let text =
+        crate::bounded::read_to_string(path, crate::bounded::DOCUMENT_LIMIT).map_err(|source| {
+            if source.kind() == io::ErrorKind::NotFound {
+                StoryFileError::Missing {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                StoryFileError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                }
             }
-        } else {
-            StoryFileError::Read {
-                path: path.to_path_buf(),
-                source,
-            }
-        }
-    })?;
+        })?;
     let updated = set_status(&text, new);
     if updated == text {
         return Ok(false);
@@ -344,6 +344,7 @@ pub fn sync_status(path: &Path, new: &str) -> Result<bool, StoryFileError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::fs;
 
     const STORY: &str = "# Story 1.2: User can log in\n\nStatus: ready-for-dev\n\n<!-- Note: Validation is optional. -->\n\n## Story\n\nAs a user, I want to log in, so that I see my data.\n\n## Acceptance Criteria\n\n1. Given a login form\n\n## Tasks / Subtasks\n\n- [ ] Task 1 (AC: #1)\n  - [ ] Subtask 1.1\n\n## Dev Notes\n\nStatus: not this one\n\n## Dev Agent Record\n\n### Agent Model Used\n\nsome-model\n\n### File List\n\n- src/auth/login.rs\n- `src/auth/mod.rs` (modified)\n* tests/login_test.rs - new\n- **New files:**\n\n### Change Log\n\n- 2025-01-01: created\n";
 

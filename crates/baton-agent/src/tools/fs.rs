@@ -635,7 +635,7 @@ async fn grep(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolResult>
             if std::fs::metadata(abs).map_or(true, |m| m.len() > MAX_FILE_BYTES) {
                 return true;
             }
-            let Ok(bytes) = std::fs::read(abs) else {
+            let Ok(bytes) = baton_store::bounded::read(abs, MAX_FILE_BYTES) else {
                 return true;
             };
             if looks_binary(&bytes) {

@@ -1,5 +1,5 @@
-pub mod runner;
 pub mod protected;
+pub mod runner;
 pub mod sandbox;
 pub mod tools;
 pub mod wire;

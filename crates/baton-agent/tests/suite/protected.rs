@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 const SPRINT: &str = "docs/sprint/status.yaml";
 const STORIES: &str = "docs/stories";
-const SPRINT_TEXT: &str = "development_status:\n  epic-1: in-progress\n  1-1-login: in-progress\n  1-2-logout: backlog\n";
+const SPRINT_TEXT: &str =
+    "development_status:\n  epic-1: in-progress\n  1-1-login: in-progress\n  1-2-logout: backlog\n";
 const STORY: &str = "# Story 1.1: Login\n\nStatus: in-progress\n\n## Tasks / Subtasks\n\n- [ ] Task 1\n\n## Dev Agent Record\n\n### File List\n";
 
 struct Fx {
@@ -41,7 +42,10 @@ fn fx() -> Fx {
     };
     put("baton.toml", "[sprint]\nbatch = 1\n");
     put(".baton/baton.db", "journal");
-    put(".baton/agents/reviewer.md", "---\nname: reviewer\n---\nreview\n");
+    put(
+        ".baton/agents/reviewer.md",
+        "---\nname: reviewer\n---\nreview\n",
+    );
     put(SPRINT, SPRINT_TEXT);
     put(&format!("{STORIES}/1-1-login.md"), STORY);
     put("_bmad/bmm/config.yaml", "user_name: me\n");
@@ -169,8 +173,17 @@ async fn protected_files_stay_readable_and_ordinary_files_writable() {
         let r = call(&f.ctx, "read_file", json!({"path": path})).await;
         assert!(!r.is_error, "{path}: {}", r.content);
     }
-    for path in ["src/lib.rs", "docs/baton.toml.md", "_bmad/bmm/workflows/x.md"] {
-        let r = call(&f.ctx, "write_file", json!({"path": path, "content": "ok\n"})).await;
+    for path in [
+        "src/lib.rs",
+        "docs/baton.toml.md",
+        "_bmad/bmm/workflows/x.md",
+    ] {
+        let r = call(
+            &f.ctx,
+            "write_file",
+            json!({"path": path, "content": "ok\n"}),
+        )
+        .await;
         assert!(!r.is_error, "{path}: {}", r.content);
     }
 }
@@ -190,7 +203,11 @@ async fn regression_a_developer_cannot_mark_stories_done_in_the_sprint_file() {
             json!({"path": SPRINT, "old_string": old, "new_string": new}),
         )
         .await;
-        assert!(r.is_error && r.content.contains("update_sprint_status"), "{}", r.content);
+        assert!(
+            r.is_error && r.content.contains("update_sprint_status"),
+            "{}",
+            r.content
+        );
     }
     let r = call(
         &f.ctx,
@@ -199,7 +216,10 @@ async fn regression_a_developer_cannot_mark_stories_done_in_the_sprint_file() {
     )
     .await;
     assert!(r.is_error, "{}", r.content);
-    assert_eq!(fs::read_to_string(f.root.join(SPRINT)).unwrap(), SPRINT_TEXT);
+    assert_eq!(
+        fs::read_to_string(f.root.join(SPRINT)).unwrap(),
+        SPRINT_TEXT
+    );
 }
 
 /// Regression (issue 8): with file tools only, an agent rewrote `baton.toml` (provider URL,
@@ -221,7 +241,12 @@ async fn regression_config_journal_and_project_agents_cannot_be_rewritten() {
             "---\nname: reviewer\nrole: developer\n---\nwrite anything\n",
         ),
     ] {
-        let r = call(&f.ctx, "write_file", json!({"path": path, "content": content})).await;
+        let r = call(
+            &f.ctx,
+            "write_file",
+            json!({"path": path, "content": content}),
+        )
+        .await;
         assert!(r.is_error, "{path}: {}", r.content);
     }
     assert_eq!(snapshot(&f.root), before);

@@ -6,6 +6,7 @@ mod concurrency;
 mod crash;
 mod demo;
 mod hand_edits;
+mod hardening;
 mod init;
 mod log;
 mod set;

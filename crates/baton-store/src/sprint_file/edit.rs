@@ -291,14 +291,23 @@ impl SprintDoc {
                 .as_ref()
                 .map(|c| user_part(&self.text[c.clone()]).to_owned())
                 .unwrap_or_default();
-            let note = ch.note.as_deref().map(comment_text).filter(|n| !n.is_empty());
+            let note = ch
+                .note
+                .as_deref()
+                .map(comment_text)
+                .filter(|n| !n.is_empty());
             let user = match (note, old_user.is_empty()) {
                 (Some(n), true) => n,
                 (Some(n), false) => format!("{old_user}; {n}"),
                 (None, _) => old_user,
             };
             let marker = project.then(|| {
-                match ch.reason.as_deref().map(comment_text).filter(|r| !r.is_empty()) {
+                match ch
+                    .reason
+                    .as_deref()
+                    .map(comment_text)
+                    .filter(|r| !r.is_empty())
+                {
                     Some(r) => format!("baton: {} ({r})", ch.to),
                     None => format!("baton: {}", ch.to),
                 }

@@ -116,10 +116,17 @@ impl SprintDoc {
             path: path.to_path_buf(),
             source,
         };
-        let file = fs::File::open(path).map_err(io_err)?;
+        let file = crate::bounded::open_regular(path).map_err(io_err)?;
         let meta = file.metadata().map_err(io_err)?;
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        io::Read::read_to_end(&mut &file, &mut bytes).map_err(io_err)?;
+        let limit = crate::bounded::DOCUMENT_LIMIT;
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(limit)).unwrap_or(0));
+        io::Read::read_to_end(&mut io::Read::take(&file, limit + 1), &mut bytes).map_err(io_err)?;
+        if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > limit {
+            return Err(io_err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!("larger than {limit} bytes, the most baton reads from a sprint file"),
+            )));
+        }
         let text = String::from_utf8(bytes).map_err(|_| LoadError::NotUtf8 {
             path: path.to_path_buf(),
         })?;
@@ -201,7 +208,12 @@ impl SprintDoc {
         let written = atomic::replace_if(&self.path, self.text.as_bytes(), |now, moved| {
             let now = DiskVersion::of(now);
             match expected {
-                Some(e) if moved => DiskVersion { ctime: e.ctime, ..now } == e,
+                Some(e) if moved => {
+                    DiskVersion {
+                        ctime: e.ctime,
+                        ..now
+                    } == e
+                }
                 Some(e) => now == e,
                 None => false,
             }
@@ -307,6 +319,9 @@ fn parse_yaml(text: &str) -> Result<Option<YamlStatuses>, (usize, Option<usize>,
 /// The YAML library's message without its own `error: line N column M:` prefix (the caller
 /// names the file, line and column itself).
 fn yaml_message(full: &str) -> String {
+    if let Some(at) = full.find("budget breached: ") {
+        return budget_message(&full[at + 17..]);
+    }
     let first = full.lines().next().unwrap_or("invalid YAML").trim();
     let first = first.strip_prefix("error:").unwrap_or(first).trim_start();
     let rest = match first.strip_prefix("line ") {
@@ -320,6 +335,29 @@ fn yaml_message(full: &str) -> String {
         None => first,
     };
     rest.to_owned()
+}
+
+/// A sentence for a breach of the YAML parser's safety limits (`Nodes { nodes: 250001 }`, ...).
+fn budget_message(breach: &str) -> String {
+    let kind = breach.split([' ', '{']).next().unwrap_or_default();
+    match kind {
+        "Nodes" => "the file is too large for baton to read safely: it has more than 250000 YAML \
+                    nodes (keys, values and list items, about 125000 `development_status` \
+                    entries); archive finished epics into another file"
+            .to_owned(),
+        "Depth" => "the file is nested too deeply for baton to read safely (more than 64 levels \
+                    of mappings or lists)"
+            .to_owned(),
+        "Aliases" | "Anchors" | "AliasExpansion" | "MergeKeys" => {
+            "the file uses too many YAML anchors, aliases or merge keys (`&`, `*`, `<<`) for \
+             baton to read safely"
+                .to_owned()
+        }
+        _ => format!(
+            "the file is too large or too complex for baton to read safely (YAML limit: {})",
+            breach.lines().next().unwrap_or(breach).trim()
+        ),
+    }
 }
 
 fn to_usize(n: impl TryInto<usize>) -> usize {

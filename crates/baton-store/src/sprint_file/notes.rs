@@ -43,10 +43,34 @@ fn apply_and_persist(
 fn regression_control_characters_in_notes_keep_the_file_loadable() {
     let dir = tempfile::tempdir().unwrap();
     for bad in [
-        "\u{c}", "\u{1b}[31m", "\0", "\u{7f}", "\u{fffe}", "\u{ffff}", "\u{85}", "\u{2028}",
-        "\u{feff}", "\u{9b}", "\u{fdd0}", "\u{1fffe}", "a\nb: c", "a\r\nb", "\r", "x\ty",
-        "# not a key", "'", "\"", "key: value", "- item", "{ a: b }", "&anchor *alias !tag",
-        "|", ">", "%YAML", "---", "...",
+        "\u{c}",
+        "\u{1b}[31m",
+        "\0",
+        "\u{7f}",
+        "\u{fffe}",
+        "\u{ffff}",
+        "\u{85}",
+        "\u{2028}",
+        "\u{feff}",
+        "\u{9b}",
+        "\u{fdd0}",
+        "\u{1fffe}",
+        "a\nb: c",
+        "a\r\nb",
+        "\r",
+        "x\ty",
+        "# not a key",
+        "'",
+        "\"",
+        "key: value",
+        "- item",
+        "{ a: b }",
+        "&anchor *alias !tag",
+        "|",
+        ">",
+        "%YAML",
+        "---",
+        "...",
     ] {
         let note = format!("before {bad} after");
         for key in ["1-1-login", "1-2-x", "1-3-y", "1-4-z"] {
@@ -64,9 +88,15 @@ fn regression_control_characters_in_notes_keep_the_file_loadable() {
 
 #[test]
 fn escapes_are_visible_and_notes_cannot_forge_a_marker() {
-    assert_eq!(comment_text("a\u{c}b\u{1b}c\0d\u{7f}e"), "a\\u{c}b\\u{1b}c\\u{0}d\\u{7f}e");
+    assert_eq!(
+        comment_text("a\u{c}b\u{1b}c\0d\u{7f}e"),
+        "a\\u{c}b\\u{1b}c\\u{0}d\\u{7f}e"
+    );
     assert_eq!(comment_text("  one\n\n two\t "), "one two");
-    assert_eq!(comment_text("x baton: needs-intervention"), "x baton - needs-intervention");
+    assert_eq!(
+        comment_text("x baton: needs-intervention"),
+        "x baton - needs-intervention"
+    );
     assert_eq!(comment_text("BATON:done"), "BATON -done");
     let long = "é".repeat(MAX_COMMENT_CHARS + 10);
     assert_eq!(comment_text(&long).chars().count(), MAX_COMMENT_CHARS + 1);
@@ -89,7 +119,15 @@ fn escapes_are_visible_and_notes_cannot_forge_a_marker() {
 #[test]
 fn reasons_in_markers_are_escaped_too() {
     let dir = tempfile::tempdir().unwrap();
-    for reason in ["\u{c}", "\u{1b}", "\0", "\u{7f}", "\u{fffe}", "(nested) # x", "a\nb"] {
+    for reason in [
+        "\u{c}",
+        "\u{1b}",
+        "\0",
+        "\u{7f}",
+        "\u{fffe}",
+        "(nested) # x",
+        "a\nb",
+    ] {
         let text = apply_and_persist(
             dir.path(),
             "1-2-x",
@@ -205,4 +243,29 @@ proptest! {
             Err(_) => prop_assert_eq!(fs::read_to_string(&path).unwrap(), before),
         }
     }
+}
+
+/// A file over the YAML parser's node budget is refused with a sentence, not parser internals.
+#[test]
+fn a_file_over_the_yaml_node_budget_gets_a_readable_message() {
+    let mut text = String::from("development_status:\n");
+    for i in 0..130_000 {
+        text.push_str(&format!("  1-{i}-x: backlog\n"));
+    }
+    let err = SprintDoc::parse(Path::new("s.yaml"), text)
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("s.yaml:"), "{err}");
+    assert!(err.contains("too large for baton to read safely"), "{err}");
+    assert!(err.contains("250000"), "{err}");
+    assert!(!err.contains("Nodes {"), "{err}");
+}
+
+#[test]
+fn deep_nesting_and_alias_storms_get_readable_messages() {
+    let deep = format!("a: {}1{}\n", "[".repeat(200), "]".repeat(200));
+    let err = SprintDoc::parse(Path::new("s.yaml"), deep)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("nested too deeply"), "{err}");
 }
