@@ -188,6 +188,14 @@ pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigEr
             year,
         )?;
         c.range(&section, "max_retries", wide(p.max_retries), 0, 100, "")?;
+        c.range(
+            &section,
+            "max_answer_bytes",
+            p.max_answer_bytes,
+            1024,
+            1 << 30,
+            " bytes",
+        )?;
     }
     for (model, p) in &raw.prices {
         let section = format!("prices.\"{model}\"");

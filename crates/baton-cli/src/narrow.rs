@@ -4,9 +4,10 @@
 //! Settings that could move a secret or give agents more power than the defaults therefore apply
 //! only once the user has run `baton trust` (recorded outside the project). Until then:
 //!
-//! - `[providers.*]`: only `timeout_secs` and `max_retries` of a bundled provider apply; a new
-//!   provider, and any other field (`kind`, `base_url`, `api_key_env`, `script_dir`), is ignored,
-//!   so no API key is sent anywhere but where the bundled table sends it;
+//! - `[providers.*]`: only `timeout_secs`, `max_retries` and `max_answer_bytes` of a bundled
+//!   provider apply; a new provider, and any other field (`kind`, `base_url`, `api_key_env`,
+//!   `script_dir`), is ignored, so no API key is sent anywhere but where the bundled table sends
+//!   it;
 //! - `[prices.*]`: a price may be added or raised, not lowered below the bundled one (a lower
 //!   price would loosen the budget);
 //! - `[commands] allow` may only drop programs from the default list; `timeout_secs` and

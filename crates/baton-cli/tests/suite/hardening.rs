@@ -54,7 +54,11 @@ fn regression_an_untrusted_config_is_narrowed_and_says_how_to_trust() {
     assert!(!run.stderr.contains("trusted"), "{}", run.describe());
     run_with_config(&p, &config, &["trust", "--revoke"]).expect_code(0);
     let run = run_with_config(&p, &config, &["status"]).expect_code(0);
-    assert!(run.stderr.contains("have not trusted"), "{}", run.describe());
+    assert!(
+        run.stderr.contains("have not trusted"),
+        "{}",
+        run.describe()
+    );
 }
 
 #[test]
@@ -86,7 +90,11 @@ fn input_files_that_are_links_to_devices_are_refused_not_read_forever() {
     fs::create_dir_all(p.sprint_path().parent().expect("dir")).expect("dir");
     symlink("/dev/zero", p.sprint_path()).expect("link");
     let run = p.run(&["status"]).expect_code(1);
-    assert!(run.stderr.contains("not a regular file"), "{}", run.describe());
+    assert!(
+        run.stderr.contains("not a regular file"),
+        "{}",
+        run.describe()
+    );
     // An agent definition → /dev/zero (and one → /dev/null): listed as errors, the rest usable.
     let p = Project::with_sprint(&sprint(SPRINT));
     let config = p.root().join(".user-config");
@@ -108,8 +116,14 @@ fn regression_out_of_range_config_values_are_errors_naming_file_line_and_key() {
             "[sprint]\nrun_timeout_secs = 18446744073709551615\n",
             "[sprint] run_timeout_secs",
         ),
-        ("[sprint]\nstory_timeout_secs = 0\n", "[sprint] story_timeout_secs"),
-        ("[agents]\ntimeout_secs = 18446744073709551615\n", "[agents] timeout_secs"),
+        (
+            "[sprint]\nstory_timeout_secs = 0\n",
+            "[sprint] story_timeout_secs",
+        ),
+        (
+            "[agents]\ntimeout_secs = 18446744073709551615\n",
+            "[agents] timeout_secs",
+        ),
         ("[team]\nconcurrency = 0\n", "[team] concurrency"),
         ("[budget]\nhard_usd = nan\n", "[budget] hard_usd"),
     ] {
@@ -129,11 +143,15 @@ fn regression_out_of_range_config_values_are_errors_naming_file_line_and_key() {
 #[test]
 fn an_invalid_deny_glob_names_baton_toml_and_the_key() {
     let p = Project::with_sprint(&sprint(SPRINT));
-    p.write("baton.toml", "[sandbox]\ndeny = [\"*.pem\", \"secrets/[x\"]\n");
+    p.write(
+        "baton.toml",
+        "[sandbox]\ndeny = [\"*.pem\", \"secrets/[x\"]\n",
+    );
     for args in [&["status"][..], &["agents"][..]] {
         let run = p.run(args).expect_code(1);
         assert!(
-            run.stderr.contains("baton.toml:2: `[sandbox] deny` has an invalid pattern `secrets/[x`"),
+            run.stderr
+                .contains("baton.toml:2: `[sandbox] deny` has an invalid pattern `secrets/[x`"),
             "{}",
             run.describe()
         );
@@ -147,7 +165,10 @@ fn regression_baton_agents_reports_an_invalid_config() {
     p.write("baton.toml", "[sprint]\nauto_epic_dne = true\n");
     let run = p.run(&["agents"]).expect_code(1);
     assert!(run.stderr.contains("baton.toml:2"), "{}", run.describe());
-    assert!(run.stdout.contains("developer"), "the agents are still listed");
+    assert!(
+        run.stdout.contains("developer"),
+        "the agents are still listed"
+    );
 }
 
 /// Regression (issue 8): `baton set` on a symlinked sprint file edited its target outside the
@@ -159,7 +180,9 @@ fn regression_baton_set_refuses_a_symlinked_sprint_file() {
     fs::create_dir_all(p.sprint_path().parent().expect("dir")).expect("dir");
     symlink(outside.sprint_path(), p.sprint_path()).expect("link");
     let before = outside.read_sprint();
-    let run = p.run(&["set", "1-2-logout", "ready-for-dev"]).expect_code(1);
+    let run = p
+        .run(&["set", "1-2-logout", "ready-for-dev"])
+        .expect_code(1);
     assert!(
         run.stderr.contains("is a symlink") && run.stderr.contains(SPRINT_REL),
         "{}",
@@ -172,11 +195,23 @@ fn regression_baton_set_refuses_a_symlinked_sprint_file() {
 #[test]
 fn regression_notes_with_control_characters_keep_the_sprint_file_valid() {
     let p = Project::with_sprint(&sprint(SPRINT));
-    for (i, bad) in ["\u{c}", "\u{1b}[31m", "\u{7f}", "\u{fffe}", "\u{85}", "a\nb: c", "# x"]
-        .into_iter()
-        .enumerate()
+    for (i, bad) in [
+        "\u{c}",
+        "\u{1b}[31m",
+        "\u{7f}",
+        "\u{fffe}",
+        "\u{85}",
+        "a\nb: c",
+        "# x",
+    ]
+    .into_iter()
+    .enumerate()
     {
-        let to = if i % 2 == 0 { "ready-for-dev" } else { "backlog" };
+        let to = if i % 2 == 0 {
+            "ready-for-dev"
+        } else {
+            "backlog"
+        };
         let note = format!("note {bad} end");
         p.ok(&["set", "1-2-logout", to, "--force", "--note", &note]);
         p.ok(&["status", "--validate"]);
