@@ -209,4 +209,24 @@ mod tests {
         assert!(e.to_string().contains("a.md"));
         assert!(parse("a.md", "no frontmatter", Source::Bundled).is_err());
     }
+
+    /// A timeout the clock cannot add to `now` used to panic when the agent started.
+    #[test]
+    fn rejects_timeouts_outside_one_second_to_a_year() {
+        for t in ["0", "31536001", "18446744073709551615"] {
+            let text = OK.replace("max_turns: 5", &format!("max_turns: 5\ntimeout: {t}"));
+            let e = parse("a.md", &text, Source::Bundled)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("a.md") && e.contains("timeout must be between"),
+                "{t}: {e}"
+            );
+        }
+        let text = OK.replace("max_turns: 5", "max_turns: 5\ntimeout: 31536000");
+        assert_eq!(
+            parse("a.md", &text, Source::Bundled).unwrap().timeout,
+            Some(MAX_TIMEOUT_SECS)
+        );
+    }
 }

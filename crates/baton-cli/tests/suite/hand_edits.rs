@@ -59,7 +59,7 @@ fn a_concurrent_hand_editor_loses_no_edit_to_baton_set() {
     let mut failures = Vec::new();
     for i in 0..SETS {
         let key = story(i % STORIES + 1);
-        let to = if (i / STORIES) % 2 == 0 {
+        let to = if (i / STORIES).is_multiple_of(2) {
             "in-progress"
         } else {
             "ready-for-dev"

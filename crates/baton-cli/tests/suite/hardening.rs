@@ -207,7 +207,7 @@ fn regression_notes_with_control_characters_keep_the_sprint_file_valid() {
     .into_iter()
     .enumerate()
     {
-        let to = if i % 2 == 0 {
+        let to = if i.is_multiple_of(2) {
             "ready-for-dev"
         } else {
             "backlog"
