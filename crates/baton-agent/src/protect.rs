@@ -126,8 +126,9 @@ pub(crate) struct Compiled {
     new_story_statuses: Vec<String>,
 }
 
-/// A protected path's spellings relative to the canonical root: as given (made relative), and as
-/// resolved through symlinks when it exists. `None` when it lies outside the root.
+/// A protected path's spellings relative to the canonical root (lower case, `/`-separated): as
+/// given, and as resolved through symlinks as far as it exists. Empty when it lies outside the
+/// root.
 fn relatives(given_root: &Path, canonical_root: &Path, path: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let absolute = if path.is_absolute() {
