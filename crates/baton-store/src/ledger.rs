@@ -473,3 +473,29 @@ pub fn audit(doc: &SprintDoc, journal: &impl Journal) -> Result<Vec<Disagreement
     out.sort_by(|a, b| a.key.cmp(&b.key));
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_its_cap_with_jitter_in_the_upper_half() {
+        let mut seen = std::collections::BTreeSet::new();
+        for attempt in 0..40 {
+            let step = FIRST_BACKOFF
+                .saturating_mul(1u32 << attempt.min(16))
+                .min(MAX_BACKOFF);
+            for _ in 0..20 {
+                let wait = backoff(attempt);
+                assert!(
+                    wait >= step / 2 && wait <= step,
+                    "{attempt}: {wait:?} vs {step:?}"
+                );
+                seen.insert(wait);
+            }
+        }
+        assert!(seen.len() > 40, "jitter spreads the waits: {}", seen.len());
+        let total: Duration = (0..MAX_ATTEMPTS).map(backoff).sum();
+        assert!(total <= Duration::from_secs(3), "{total:?}");
+    }
+}
