@@ -9,6 +9,10 @@ use baton_store::frontmatter::{Document, FrontmatterError};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+/// The longest agent `timeout` accepted, in seconds (a year): larger values would overflow the
+/// clock arithmetic of a deadline.
+pub const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
+
 /// Where a definition came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "path", rename_all = "kebab-case")]
@@ -148,6 +152,13 @@ pub fn parse(origin: &str, text: &str, source: Source) -> Result<AgentDef, Defin
     if front.max_turns == Some(0) {
         return Err(invalid("max_turns must be at least 1".into()));
     }
+    if let Some(t) = front.timeout
+        && !(1..=MAX_TIMEOUT_SECS).contains(&t)
+    {
+        return Err(invalid(format!(
+            "timeout must be between 1 and {MAX_TIMEOUT_SECS} seconds (a year), not {t}"
+        )));
+    }
     let prompt = doc.body().trim().to_owned();
     if prompt.is_empty() {
         return Err(invalid("the body (system prompt) is empty".into()));
@@ -197,5 +208,25 @@ mod tests {
         let e = parse("a.md", "---\nname: x\n---\n", Source::Bundled).unwrap_err();
         assert!(e.to_string().contains("a.md"));
         assert!(parse("a.md", "no frontmatter", Source::Bundled).is_err());
+    }
+
+    /// A timeout the clock cannot add to `now` used to panic when the agent started.
+    #[test]
+    fn rejects_timeouts_outside_one_second_to_a_year() {
+        for t in ["0", "31536001", "18446744073709551615"] {
+            let text = OK.replace("max_turns: 5", &format!("max_turns: 5\ntimeout: {t}"));
+            let e = parse("a.md", &text, Source::Bundled)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("a.md") && e.contains("timeout must be between"),
+                "{t}: {e}"
+            );
+        }
+        let text = OK.replace("max_turns: 5", "max_turns: 5\ntimeout: 31536000");
+        assert_eq!(
+            parse("a.md", &text, Source::Bundled).unwrap().timeout,
+            Some(MAX_TIMEOUT_SECS)
+        );
     }
 }

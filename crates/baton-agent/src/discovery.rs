@@ -69,16 +69,17 @@ fn load_dir(dir: &Path, source: impl Fn(PathBuf) -> Source, out: &mut Discovery)
         .collect();
     paths.sort();
     for path in paths {
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                out.errors.push(DefinitionError::Invalid {
-                    origin: path.display().to_string(),
-                    message: e.to_string(),
-                });
-                continue;
-            }
-        };
+        let text =
+            match baton_store::bounded::read_to_string(&path, baton_store::bounded::CONFIG_LIMIT) {
+                Ok(t) => t,
+                Err(e) => {
+                    out.errors.push(DefinitionError::Invalid {
+                        origin: path.display().to_string(),
+                        message: e.to_string(),
+                    });
+                    continue;
+                }
+            };
         match definition::parse(&path.display().to_string(), &text, source(path.clone())) {
             Ok(def) => {
                 out.agents.insert(def.name.clone(), def);

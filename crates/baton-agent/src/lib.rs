@@ -11,6 +11,7 @@ pub mod discovery;
 pub mod guard;
 pub mod outcome;
 pub mod process;
+pub mod protect;
 pub mod runner;
 pub mod sandbox;
 pub mod tools;

@@ -230,7 +230,12 @@ impl Runner {
         let timeout = def
             .timeout
             .map_or(self.default_timeout, Duration::from_secs);
-        let deadline = Instant::now() + timeout;
+        // A timeout too large for the clock means "no deadline" in practice: a year is as good.
+        let now = Instant::now();
+        let deadline = now
+            .checked_add(timeout)
+            .or_else(|| now.checked_add(Duration::from_secs(365 * 24 * 3600)))
+            .unwrap_or(now);
         let (status, reason) = match tokio::time::timeout_at(
             deadline,
             self.turns(def, &system, task, max_turns, &mut state, &mut transcript),

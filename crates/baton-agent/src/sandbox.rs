@@ -19,9 +19,14 @@
 //! backslash is an ordinary character (`..\x` is one file name); only what the OS itself would
 //! treat as a parent directory counts as `..`.
 //!
+//! Writing is refused on the protected paths of [`crate::protect`] too (baton's state and
+//! configuration, the sprint file, BMad's configuration), matched like the deny patterns on the
+//! path as written and as resolved, so a symlink pointing at `baton.toml` is refused as well.
+//!
 //! Known limits: the check and the later use are two steps, so a symlink swapped in between (by a
 //! command the agent runs) is not caught; hard links cannot be told from ordinary files.
 
+use crate::protect::{Compiled, Protected};
 use globset::{Glob, GlobBuilder, GlobMatcher};
 use std::collections::VecDeque;
 use std::ffi::OsStr;
@@ -108,6 +113,7 @@ struct DenyPattern {
 pub struct Sandbox {
     root: PathBuf,
     deny: Vec<DenyPattern>,
+    protected: Compiled,
 }
 
 fn compile(pattern: &str, original: &str) -> Result<GlobMatcher, SandboxError> {
@@ -124,8 +130,30 @@ fn compile(pattern: &str, original: &str) -> Result<GlobMatcher, SandboxError> {
 }
 
 impl Sandbox {
-    /// Builds the sandbox of `root` (canonicalized) refusing paths that match `deny_globs`.
+    /// Builds the sandbox of `root` (canonicalized) refusing paths that match `deny_globs`, and
+    /// refusing writes to the protected paths of BMad's default layout
+    /// ([`Protected::defaults`]).
     pub fn new(root: &Path, deny_globs: &[String]) -> Result<Sandbox, SandboxError> {
+        Sandbox::with_protected(root, deny_globs, &Protected::defaults())
+    }
+
+    /// Checks that `pattern` is a valid deny glob (for validating configuration early).
+    pub fn check_pattern(pattern: &str) -> Result<(), globset::Error> {
+        GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .build()
+            .map(|_| ())
+    }
+
+    /// Builds the sandbox of `root` (canonicalized) refusing paths that match `deny_globs` and
+    /// writes to the paths `protected` names (the caller knows the project's sprint file and
+    /// story directory).
+    pub fn with_protected(
+        root: &Path,
+        deny_globs: &[String],
+        protected: &Protected,
+    ) -> Result<Sandbox, SandboxError> {
         let canonical = std::fs::canonicalize(root).map_err(|source| SandboxError::Root {
             path: root.to_path_buf(),
             source,
@@ -149,9 +177,12 @@ impl Sandbox {
                 anywhere,
             });
         }
+        let protected = Compiled::new(root, &canonical, protected)
+            .map_err(|(pattern, source)| SandboxError::Glob { pattern, source })?;
         Ok(Sandbox {
             root: canonical,
             deny,
+            protected,
         })
     }
 
@@ -304,12 +335,43 @@ impl Sandbox {
         }
 
         if access == Access::Write {
+            for rel in &relatives {
+                if let Some(reason) = self.protected.refuses(rel) {
+                    return Err(refuse(reason));
+                }
+            }
             let is_dir = std::fs::metadata(&resolved).is_ok_and(|m| m.is_dir());
             if is_dir || path.ends_with('/') || path.ends_with("/.") || resolved == self.root {
                 return Err(refuse("is a directory, not a file"));
             }
         }
         Ok(resolved)
+    }
+
+    /// Whether the resolved file `abs` is a story file whose status the file tools must keep.
+    pub fn is_story_file(&self, abs: &Path) -> bool {
+        self.protected.is_story(&self.relative(abs))
+    }
+
+    /// Checks that replacing the text of the resolved file `abs` (`before`: its text, `None` for
+    /// a new file) by `after` does not change a story's status; the file tools call it before
+    /// they write.
+    pub fn check_content(
+        &self,
+        abs: &Path,
+        before: Option<&str>,
+        after: &str,
+    ) -> Result<(), Refusal> {
+        let rel = self.relative(abs);
+        if !self.protected.is_story(&rel) {
+            return Ok(());
+        }
+        self.protected
+            .check_story(before, after)
+            .map_err(|reason| Refusal {
+                path: echo(&rel),
+                reason,
+            })
     }
 
     /// `realpath(3)` that allows the tail of the path not to exist. Only `lstat` and `readlink`

@@ -11,7 +11,6 @@ use baton_llm::pricing::Price;
 use baton_llm::registry::ProviderConfig;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -39,6 +38,18 @@ pub enum ConfigError {
         /// The IO error.
         #[source]
         source: io::Error,
+    },
+    /// A value is out of its range, or a pattern is invalid.
+    #[error("{}:{line}: `{key}` {message}", path.display())]
+    Value {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the key (1 when it cannot be found).
+        line: usize,
+        /// The key, as `[section] key`.
+        key: String,
+        /// What is wrong and what is accepted.
+        message: String,
     },
     /// The TOML is invalid or has unknown keys.
     #[error("{}:{line}: {message}", path.display())]
@@ -209,8 +220,12 @@ pub struct Config {
     pub agent_timeout: Duration,
     /// Parallel agents at once.
     pub concurrency: usize,
-    /// `[sprint]` as written (the engine's settings are built from it).
+    /// `[sprint]` as written (the engine's settings are built from it), after the trust rules.
     pub sprint: RawSprint,
+    /// Whether the project is trusted (`baton trust`).
+    pub trusted: bool,
+    /// Settings of an untrusted project's `baton.toml` that were not applied, one line each.
+    pub ignored: Vec<String>,
 }
 
 impl Config {
@@ -224,15 +239,44 @@ impl Config {
         self.state_dir.join("sprint.lock")
     }
 
-    /// Loads `root/baton.toml` (defaults if absent) and resolves paths against `root`.
+    /// Loads `root/baton.toml` (defaults if absent) and resolves paths against `root`, applying
+    /// the trust rules ([`crate::narrow`]) unless the project is trusted. What an untrusted
+    /// project asked for and did not get is reported once on stderr.
     pub fn load(root: &Path) -> Result<Config, ConfigError> {
+        let cfg = Self::load_as(root, crate::trust::is_trusted(root))?;
+        if !cfg.ignored.is_empty() {
+            warn_ignored(&cfg);
+        }
+        Ok(cfg)
+    }
+
+    /// Loads as [`Config::load`], with trust given instead of looked up; prints nothing.
+    pub fn load_as(root: &Path, trusted: bool) -> Result<Config, ConfigError> {
         let path = root.join(FILE_NAME);
-        let raw = match fs::read_to_string(&path) {
-            Ok(text) => parse(&path, &text)?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => RawConfig::default(),
-            Err(source) => return Err(ConfigError::Io { path, source }),
+        let (mut raw, text) =
+            match baton_store::bounded::read_to_string(&path, baton_store::bounded::CONFIG_LIMIT) {
+                Ok(text) => (parse(&path, &text)?, text),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    (RawConfig::default(), String::new())
+                }
+                Err(source) => return Err(ConfigError::Io { path, source }),
+            };
+        crate::limits::validate(&path, &text, &raw)?;
+        let ignored = if trusted {
+            Vec::new()
+        } else {
+            crate::narrow::narrow(&mut raw)
         };
-        Ok(Self::resolve(root, raw))
+        let mut cfg = Self::resolve(root, raw);
+        cfg.trusted = trusted;
+        cfg.ignored = ignored;
+        Ok(cfg)
+    }
+
+    /// What the sandbox must protect from agents' file tools in this project: BMad's defaults
+    /// plus the configured sprint file and story directory, for the agents' sandbox.
+    pub fn protected(&self) -> baton_agent::protect::Protected {
+        baton_agent::protect::Protected::for_project(&self.sprint_status, &self.stories)
     }
 
     /// Resolves a raw config against `root`.
@@ -280,6 +324,8 @@ impl Config {
             agent_timeout: Duration::from_secs(raw.agents.timeout_secs.unwrap_or(1800)),
             concurrency: raw.team.concurrency.unwrap_or(4).max(1),
             sprint: raw.sprint,
+            trusted: true,
+            ignored: Vec::new(),
         };
         // API keys never reach the programs agents run.
         let mut keys: Vec<String> = cfg
@@ -296,6 +342,29 @@ impl Config {
     /// Where transcripts of runs go.
     pub fn runs_dir(&self) -> PathBuf {
         self.state_dir.join("runs")
+    }
+}
+
+/// Prints, once per process, what an untrusted project's configuration did not get.
+fn warn_ignored(cfg: &Config) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if WARNED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!(
+            "warning: `{}` comes from a project you have not trusted, so these settings were \
+             ignored:",
+            cfg.root.join(FILE_NAME).display()
+        );
+        for line in &cfg.ignored {
+            eprintln!("  - {line}");
+        }
+        eprintln!(
+            "  Review `{FILE_NAME}` (and `.baton/agents/`), then run `baton trust` to apply them."
+        );
     }
 }
 

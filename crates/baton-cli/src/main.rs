@@ -10,6 +10,8 @@ mod cli;
 mod commands;
 mod config;
 mod env;
+mod limits;
+mod narrow;
 mod project;
 mod trust;
 

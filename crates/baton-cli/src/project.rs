@@ -68,6 +68,14 @@ pub fn located(root: &Path) -> Result<(Config, Option<Layout>)> {
 
 /// Fails with a helpful message when the sprint file is missing.
 pub fn require_sprint(cfg: &Config) -> Result<()> {
+    if cfg.sprint_status.exists() && !cfg.sprint_status.is_file() {
+        anyhow::bail!(
+            "the sprint file `{}` is not a regular file (a directory, device, FIFO or a link to \
+             one); point `paths.sprint_status` in `{}` at the real file",
+            cfg.sprint_status.display(),
+            cfg.root.join(config::FILE_NAME).display()
+        );
+    }
     if !cfg.sprint_status.is_file() {
         anyhow::bail!(
             "no sprint file at `{}`; run `baton init` to create one, or set `paths.sprint_status` in `{}`",

@@ -17,7 +17,9 @@ fn canonical(root: &Path) -> PathBuf {
 
 fn read() -> Vec<PathBuf> {
     list_path()
-        .and_then(|p| fs::read_to_string(p).ok())
+        .and_then(|p| {
+            baton_store::bounded::read_to_string(&p, baton_store::bounded::CONFIG_LIMIT).ok()
+        })
         .map(|t| {
             t.lines()
                 .filter(|l| !l.trim().is_empty())

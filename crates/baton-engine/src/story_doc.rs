@@ -4,7 +4,6 @@
 
 use crate::error::EngineError;
 use baton_store::frontmatter::Document;
-use std::fs;
 use std::path::Path;
 
 /// Records the commit a story's work starts from (`baseline_commit`, as BMad 6.8+ does).
@@ -66,7 +65,7 @@ fn append_under(text: &str, heading: &str, block: &str) -> String {
 }
 
 fn edit(path: &Path, f: impl FnOnce(&str) -> String) -> Result<(), EngineError> {
-    let text = fs::read_to_string(path).map_err(|e| EngineError::file(path, e))?;
+    let text = read(path)?;
     let new = f(&text);
     // Not flushed: the stage's commit follows, and a story file lost to a power cut is rebuilt
     // by running the stage again.
@@ -87,9 +86,15 @@ pub fn add_halt(path: &Path, reason: &str) -> Result<(), EngineError> {
     })
 }
 
+/// Reads a story file: a regular file, within the document size limit.
+pub fn read(path: &Path) -> Result<String, EngineError> {
+    baton_store::bounded::read_to_string(path, baton_store::bounded::DOCUMENT_LIMIT)
+        .map_err(|e| EngineError::file(path, e))
+}
+
 /// The latest round of review findings written to the story, if any.
 pub fn latest_findings(path: &Path) -> Option<String> {
-    let text = fs::read_to_string(path).ok()?;
+    let text = read(path).ok()?;
     let at = text.find("### Review Findings")?;
     let section = &text[at..];
     let end = section[3..].find("\n#").map_or(section.len(), |i| i + 3);

@@ -39,6 +39,14 @@ pub enum LlmError {
         /// What was wrong.
         detail: String,
     },
+    /// The streamed answer grew past its size cap (`max_answer_bytes`); not retried.
+    #[error("{provider}: answer exceeded {limit} bytes")]
+    AnswerTooLarge {
+        /// Provider name.
+        provider: String,
+        /// The cap.
+        limit: u64,
+    },
     /// The caller's sink stopped the stream (budget); the partial answer is kept.
     #[error("stream stopped: {reason}")]
     Aborted {

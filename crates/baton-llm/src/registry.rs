@@ -52,6 +52,9 @@ pub struct ProviderConfig {
     /// Retries after the first attempt (default 3, so 4 attempts in all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_retries: Option<u32>,
+    /// Most bytes one streamed answer may have (default 8 MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_answer_bytes: Option<u64>,
     /// Script provider: folder of `<model>.yaml` files, relative to the project root (default
     /// `.baton/scripts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,6 +70,7 @@ impl ProviderConfig {
             api_key_env: None,
             timeout_secs: None,
             max_retries: None,
+            max_answer_bytes: None,
             script_dir: None,
         }
     }
@@ -88,6 +92,9 @@ impl ProviderConfig {
         if let Some(retries) = self.max_retries {
             policy.max_attempts = retries.saturating_add(1);
         }
+        if let Some(bytes) = self.max_answer_bytes {
+            policy.max_answer_bytes = bytes;
+        }
         policy
     }
 
@@ -98,6 +105,7 @@ impl ProviderConfig {
             self.api_key_env = self.api_key_env.or_else(|| base.api_key_env.clone());
             self.timeout_secs = self.timeout_secs.or(base.timeout_secs);
             self.max_retries = self.max_retries.or(base.max_retries);
+            self.max_answer_bytes = self.max_answer_bytes.or(base.max_answer_bytes);
             self.script_dir = self.script_dir.or_else(|| base.script_dir.clone());
         }
         self

@@ -31,7 +31,13 @@ pub struct RetryPolicy {
     pub max_retry_after: Duration,
     /// Limit for the whole call: every attempt, backoff and the streaming of the answer.
     pub timeout: Duration,
+    /// Most bytes one streamed answer may have (an endless line or event is cut here, with
+    /// [`LlmError::AnswerTooLarge`]).
+    pub max_answer_bytes: u64,
 }
+
+/// The default [`RetryPolicy::max_answer_bytes`]: 8 MiB, far above any real answer.
+pub const DEFAULT_MAX_ANSWER_BYTES: u64 = 8 * 1024 * 1024;
 
 impl Default for RetryPolicy {
     fn default() -> RetryPolicy {
@@ -41,6 +47,7 @@ impl Default for RetryPolicy {
             max_delay: Duration::from_secs(30),
             max_retry_after: Duration::from_secs(60),
             timeout: Duration::from_secs(600),
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
         }
     }
 }
@@ -411,6 +418,7 @@ where
             ));
         }
         let mut parser = SseParser::new();
+        let mut received: u64 = 0;
         loop {
             let chunk = match response.chunk().await {
                 Ok(Some(chunk)) => chunk,
@@ -422,6 +430,15 @@ where
                     ));
                 }
             };
+            // Counted before parsing: the parser buffers an unfinished line, so an endless one
+            // must stop here, not in memory.
+            received = received.saturating_add(u64::try_from(chunk.len()).unwrap_or(u64::MAX));
+            if received > self.policy.max_answer_bytes {
+                return Err(Failure::Fatal(LlmError::AnswerTooLarge {
+                    provider: provider.to_owned(),
+                    limit: self.policy.max_answer_bytes,
+                }));
+            }
             for event in parser.push(&chunk) {
                 if let Flow::Done = decoder.on_event(event, sink)? {
                     return Ok(true);

@@ -116,7 +116,7 @@ impl ScriptClient {
     /// errors, the line.
     pub fn load(path: impl AsRef<Path>) -> Result<ScriptClient, LlmError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = read_bounded(path, MAX_SCRIPT_BYTES).map_err(|e| {
             LlmError::Config(format!("cannot read the script `{}`: {e}", path.display()))
         })?;
         ScriptClient::from_yaml(&text, path)
@@ -380,6 +380,32 @@ fn estimate_usage(request: &ChatRequest, text: &str, calls: &[ToolCall]) -> Usag
 
 fn call_chars(call: &ToolCall) -> usize {
     call.name.chars().count() + call.raw_arguments.chars().count()
+}
+
+/// The largest script file read, in bytes.
+const MAX_SCRIPT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads a regular file of at most `limit` bytes as text (the one file this crate reads: a link
+/// to `/dev/zero` or a FIFO must end in an error, not a hang or an allocation without end).
+fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read};
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let mut text = String::new();
+    file.take(limit.saturating_add(1))
+        .read_to_string(&mut text)?;
+    if u64::try_from(text.len()).unwrap_or(u64::MAX) > limit {
+        return Err(Error::new(
+            ErrorKind::FileTooLarge,
+            format!("larger than {limit} bytes"),
+        ));
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

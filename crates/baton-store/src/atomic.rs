@@ -69,6 +69,89 @@ fn replace_with(path: &Path, bytes: &[u8], sync: bool) -> Result<fs::Metadata, W
     file.metadata().map_err(err(&target))
 }
 
+/// Replaces `path` with `bytes` like [`replace`], but only if `unchanged` accepts the metadata
+/// of the file that is being replaced. Returns `None`, leaving the file as it was, when it does
+/// not. `unchanged` is told whether the file was already moved aside by baton (its ctime then
+/// changed with the move, so only the other fields can be compared).
+///
+/// On Linux the new file is swapped in with `renameat2(RENAME_EXCHANGE)`, which moves the file it
+/// replaces to the temp file's name in the same step; that file is then checked, and if it is not
+/// the expected one it is swapped straight back. So a save made at any time before the swap is
+/// never lost; what remains is that a reader looking in the microseconds between the two swaps
+/// sees baton's version. Where the exchange is not available (other systems, some file systems)
+/// the file is checked once more right after the flush and before the rename, and a save landing
+/// in between is overwritten.
+pub fn replace_if(
+    path: &Path,
+    bytes: &[u8],
+    unchanged: impl Fn(&fs::Metadata, bool) -> bool,
+) -> Result<Option<fs::Metadata>, WriteError> {
+    let target = real_target(path);
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&temp_prefix(&target))
+        .tempfile_in(&dir)
+        .map_err(err(&target))?;
+    let current = fs::metadata(&target).map_err(err(&target))?;
+    tmp.as_file()
+        .set_permissions(current.permissions())
+        .map_err(err(&target))?;
+    tmp.write_all(bytes).map_err(err(&target))?;
+    tmp.as_file().sync_data().map_err(err(&target))?;
+    #[cfg(target_os = "linux")]
+    if let Some(done) = exchange_if(&tmp, &target, &unchanged)? {
+        return Ok(done);
+    }
+    // The flush is done: look again, as late as possible, then rename.
+    let now = fs::metadata(&target).map_err(err(&target))?;
+    if !unchanged(&now, false) {
+        return Ok(None);
+    }
+    let file = tmp.persist(&target).map_err(|e| err(&target)(e.error))?;
+    file.metadata().map(Some).map_err(err(&target))
+}
+
+/// The exchange protocol of [`replace_if`]; `Ok(None)` when the file system cannot exchange.
+/// Dropping `tmp` afterwards removes whatever ends up under its name.
+#[cfg(target_os = "linux")]
+fn exchange_if(
+    tmp: &tempfile::NamedTempFile,
+    target: &Path,
+    unchanged: &impl Fn(&fs::Metadata, bool) -> bool,
+) -> Result<Option<Option<fs::Metadata>>, WriteError> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    use std::os::unix::fs::MetadataExt;
+    let swap = || renameat_with(CWD, tmp.path(), CWD, target, RenameFlags::EXCHANGE);
+    match swap() {
+        Ok(()) => {}
+        Err(e)
+            if e == rustix::io::Errno::INVAL
+                || e == rustix::io::Errno::NOSYS
+                || e == rustix::io::Errno::OPNOTSUPP =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(err(target)(e.into())),
+    }
+    let mine = tmp.as_file().metadata().map_err(err(target))?;
+    let replaced = fs::symlink_metadata(tmp.path()).map_err(err(target))?;
+    if unchanged(&replaced, true) {
+        return Ok(Some(Some(mine)));
+    }
+    // Not the version that was read: put it back.
+    swap().map_err(|e| err(target)(e.into()))?;
+    // If yet another save replaced baton's version in between, that save is now under the temp
+    // name: swap once more so the newest save is the one in place.
+    let back = fs::symlink_metadata(tmp.path()).map_err(err(target))?;
+    if back.ino() != mine.ino() || back.dev() != mine.dev() {
+        swap().map_err(|e| err(target)(e.into()))?;
+    }
+    Ok(Some(None))
+}
+
 /// The prefix of `path`'s temporary files: `.<name>.baton-tmp-`, so the ones a killed writer
 /// left behind can be found and removed by the next writer of the same file.
 fn temp_prefix(path: &Path) -> String {
@@ -147,6 +230,45 @@ mod tests {
         fs::write(dir.path().join(".other.md.baton-tmp-abc"), "partial").unwrap();
         assert_eq!(remove_stale_temps(&p), 1);
         assert!(dir.path().join(".other.md.baton-tmp-abc").exists());
+    }
+
+    /// The identity `replace_if` callers compare (`moved`: ctime is not comparable).
+    fn same(a: &fs::Metadata, b: &fs::Metadata, moved: bool) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        a.ino() == b.ino()
+            && a.len() == b.len()
+            && a.mtime_nsec() == b.mtime_nsec()
+            && a.mtime() == b.mtime()
+            && (moved || a.ctime_nsec() == b.ctime_nsec())
+    }
+
+    #[test]
+    fn replace_if_writes_over_the_expected_file_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.yaml");
+        fs::write(&p, "read").unwrap();
+        let read = fs::metadata(&p).unwrap();
+        let written = replace_if(&p, b"mine", |m, moved| same(m, &read, moved)).unwrap();
+        assert!(written.is_some());
+        assert_eq!(fs::read_to_string(&p).unwrap(), "mine");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temp left");
+
+        // Replaced by rename since it was read (an editor's save): left alone.
+        let read = fs::metadata(&p).unwrap();
+        let other = dir.path().join("editor-copy");
+        fs::write(&other, "hand edit").unwrap();
+        fs::rename(&other, &p).unwrap();
+        let written = replace_if(&p, b"stale", |m, moved| same(m, &read, moved)).unwrap();
+        assert!(written.is_none());
+        assert_eq!(fs::read_to_string(&p).unwrap(), "hand edit");
+
+        // Rewritten in place since it was read: left alone too.
+        let read = fs::metadata(&p).unwrap();
+        fs::write(&p, "hand edit, in place").unwrap();
+        let written = replace_if(&p, b"stale", |m, moved| same(m, &read, moved)).unwrap();
+        assert!(written.is_none());
+        assert_eq!(fs::read_to_string(&p).unwrap(), "hand edit, in place");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temp left");
     }
 
     #[test]

@@ -642,7 +642,8 @@ impl Document {
     /// Reads and parses the document at `path`.
     pub fn load(path: impl Into<PathBuf>) -> Result<Self, FrontmatterError> {
         let path = path.into();
-        let text = fs::read_to_string(&path).map_err(io_err(&path))?;
+        let text = crate::bounded::read_to_string(&path, crate::bounded::DOCUMENT_LIMIT)
+            .map_err(io_err(&path))?;
         Self::parse(path, text)
     }
 

@@ -20,9 +20,35 @@ use baton_core::status::{Status, StatusValue};
 use baton_core::transition::{self, Allowed, Current, Refusal};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// How many times a step is re-planned when the file keeps changing underneath.
-const MAX_ATTEMPTS: usize = 8;
+const MAX_ATTEMPTS: usize = 12;
+/// The first wait after a conflict; each later one doubles, up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(2);
+/// The longest wait between two attempts (before jitter).
+const MAX_BACKOFF: Duration = Duration::from_millis(250);
+
+/// The wait after the `attempt`-th conflict (0-based): exponential, capped, with "full jitter"
+/// (a random part of the step), so writers that collided spread out.
+fn backoff(attempt: usize) -> Duration {
+    let step = FIRST_BACKOFF
+        .saturating_mul(1u32 << attempt.min(16))
+        .min(MAX_BACKOFF);
+    let nanos = u64::try_from(step.as_nanos()).unwrap_or(u64::MAX);
+    Duration::from_nanos(nanos / 2 + jitter() % (nanos / 2 + 1))
+}
+
+/// A cheap random number (no need for quality: it only spreads retries apart).
+fn jitter() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    h.finish()
+}
 
 /// The current time, as the journal and the sprint file write it.
 #[derive(Debug, Clone)]
@@ -94,6 +120,9 @@ pub enum LedgerError {
         /// Attempts made.
         attempts: usize,
     },
+    /// The edited sprint file would not load back; nothing was written.
+    #[error(transparent)]
+    Persist(PersistError),
     /// The story file could not be kept in step.
     #[error(transparent)]
     StoryFile(#[from] story_file::StoryFileError),
@@ -250,7 +279,7 @@ impl<J: Journal> Ledger<J> {
     /// written; empty if the key already had that status.
     pub fn transition(&mut self, req: &Request, now: &Now) -> Result<Vec<Applied>, LedgerError> {
         let _lock = FileLock::acquire(&self.opts.lock_path)?;
-        for _ in 0..MAX_ATTEMPTS {
+        for attempt in 0..MAX_ATTEMPTS {
             self.refresh()?;
             self.reconcile_locked()?;
             let (changes, events) = self.plan(req, now)?;
@@ -296,7 +325,15 @@ impl<J: Journal> Ledger<J> {
                     self.doc = SprintDoc::load(self.doc.path())?;
                     return Err(e.into());
                 }
+                Err(e @ PersistError::Unreadable { .. }) => {
+                    self.journal.mark_abandoned(&ids)?;
+                    self.doc = SprintDoc::load(self.doc.path())?;
+                    return Err(LedgerError::Persist(e));
+                }
             }
+            // Someone else is writing the file: give them room before planning again, with
+            // jitter so two writers that collided do not collide again in step.
+            std::thread::sleep(backoff(attempt));
         }
         Err(LedgerError::Contended {
             path: self.doc.path().to_path_buf(),
@@ -451,4 +488,30 @@ pub fn audit(doc: &SprintDoc, journal: &impl Journal) -> Result<Vec<Disagreement
         .collect();
     out.sort_by(|a, b| a.key.cmp(&b.key));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_its_cap_with_jitter_in_the_upper_half() {
+        let mut seen = std::collections::BTreeSet::new();
+        for attempt in 0..40 {
+            let step = FIRST_BACKOFF
+                .saturating_mul(1u32 << attempt.min(16))
+                .min(MAX_BACKOFF);
+            for _ in 0..20 {
+                let wait = backoff(attempt);
+                assert!(
+                    wait >= step / 2 && wait <= step,
+                    "{attempt}: {wait:?} vs {step:?}"
+                );
+                seen.insert(wait);
+            }
+        }
+        assert!(seen.len() > 40, "jitter spreads the waits: {}", seen.len());
+        let total: Duration = (0..MAX_ATTEMPTS).map(backoff).sum();
+        assert!(total <= Duration::from_secs(3), "{total:?}");
+    }
 }

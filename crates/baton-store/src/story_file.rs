@@ -369,7 +369,7 @@ pub fn read_status_at(path: &Path) -> Result<Option<StatusLine>, StoryFileError>
 }
 
 fn read_text(path: &Path) -> Result<String, StoryFileError> {
-    fs::read_to_string(path).map_err(|source| {
+    crate::bounded::read_to_string(path, crate::bounded::DOCUMENT_LIMIT).map_err(|source| {
         if source.kind() == io::ErrorKind::NotFound {
             StoryFileError::Missing {
                 path: path.to_path_buf(),
@@ -569,6 +569,7 @@ pub fn sync_status(path: &Path, new: &str) -> Result<bool, StoryFileError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::fs;
 
     const STORY: &str = "# Story 1.2: User can log in\n\nStatus: ready-for-dev\n\n<!-- Note: Validation is optional. -->\n\n## Story\n\nAs a user, I want to log in, so that I see my data.\n\n## Acceptance Criteria\n\n1. Given a login form\n\n## Tasks / Subtasks\n\n- [ ] Task 1 (AC: #1)\n  - [ ] Subtask 1.1\n\n## Dev Notes\n\nStatus: not this one\n\n## Dev Agent Record\n\n### Agent Model Used\n\nsome-model\n\n### File List\n\n- src/auth/login.rs\n- `src/auth/mod.rs` (modified)\n* tests/login_test.rs - new\n- **New files:**\n\n### Change Log\n\n- 2025-01-01: created\n";
 

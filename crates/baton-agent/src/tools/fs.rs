@@ -105,8 +105,30 @@ fn floor_boundary(s: &str, i: usize) -> usize {
     i
 }
 
-/// Reads a text file the sandbox resolved, with the same refusals for all tools.
+/// Reads a text file the sandbox resolved, with the same refusals for all tools. Invalid UTF-8
+/// is shown with replacement characters (for reading only: see [`read_exact_text`]).
 async fn read_text(abs: &Path, shown: &str) -> Result<String, ToolResult> {
+    Ok(
+        match String::from_utf8(read_text_bytes(abs, shown).await?) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        },
+    )
+}
+
+/// Reads a text file for an edit: its bytes must be valid UTF-8, because writing back a lossy
+/// decoding would replace every invalid byte of the file with U+FFFD.
+async fn read_exact_text(abs: &Path, shown: &str) -> Result<String, ToolResult> {
+    String::from_utf8(read_text_bytes(abs, shown).await?).map_err(|e| {
+        ToolResult::error(format!(
+            "`{shown}` is not valid UTF-8 (first invalid byte at offset {}); edit_file would              corrupt it. Rewrite it whole with write_file, or leave it as it is",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// The bytes of a text file the sandbox resolved, with the same refusals for all tools.
+async fn read_text_bytes(abs: &Path, shown: &str) -> Result<Vec<u8>, ToolResult> {
     let meta = match tokio::fs::metadata(abs).await {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -140,10 +162,7 @@ async fn read_text(abs: &Path, shown: &str) -> Result<String, ToolResult> {
             bytes.len()
         )));
     }
-    Ok(match String::from_utf8(bytes) {
-        Ok(s) => s,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    })
+    Ok(bytes)
 }
 
 fn path_schema(description: &str) -> Value {
@@ -305,6 +324,16 @@ async fn write_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolR
         })?;
     }
     let existed = tokio::fs::symlink_metadata(&abs).await.is_ok();
+    if ctx.sandbox.is_story_file(&abs) {
+        let before = if existed {
+            Some(read_text(&abs, &shown).await?)
+        } else {
+            None
+        };
+        ctx.sandbox
+            .check_content(&abs, before.as_deref(), content)
+            .map_err(refused)?;
+    }
     tokio::fs::write(&abs, content)
         .await
         .map_err(|e| ToolResult::error(format!("cannot write `{shown}`: {e}")))?;
@@ -372,7 +401,7 @@ async fn edit_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolRe
     }
     let abs = ctx.sandbox.resolve(path, Access::Write).map_err(refused)?;
     let shown = ctx.sandbox.relative(&abs);
-    let text = read_text(&abs, &shown).await?;
+    let text = read_exact_text(&abs, &shown).await?;
     let count = text.matches(old).count();
     match count {
         0 => {
@@ -390,6 +419,9 @@ async fn edit_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolRe
         }
     }
     let edited = text.replacen(old, new, 1);
+    ctx.sandbox
+        .check_content(&abs, Some(&text), &edited)
+        .map_err(refused)?;
     tokio::fs::write(&abs, &edited)
         .await
         .map_err(|e| ToolResult::error(format!("cannot write `{shown}`: {e}")))?;
@@ -622,7 +654,7 @@ async fn grep(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolResult>
             if std::fs::metadata(abs).map_or(true, |m| m.len() > MAX_FILE_BYTES) {
                 return true;
             }
-            let Ok(bytes) = std::fs::read(abs) else {
+            let Ok(bytes) = baton_store::bounded::read(abs, MAX_FILE_BYTES) else {
                 return true;
             };
             if looks_binary(&bytes) {

@@ -327,7 +327,7 @@ async fn untracked_entry(sandbox: &Sandbox, file: &str) -> String {
     if size > UNTRACKED_CONTENT_MAX_BYTES {
         return format!("untracked: {file} ({size} bytes; use read_file to see it)\n");
     }
-    let Ok(bytes) = tokio::fs::read(&abs).await else {
+    let Ok(bytes) = baton_store::bounded::read(&abs, UNTRACKED_CONTENT_MAX_BYTES) else {
         return format!("untracked: {file}\n");
     };
     if super::fs::looks_binary(&bytes) {

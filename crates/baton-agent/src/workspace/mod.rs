@@ -49,7 +49,8 @@ pub struct Workspace {
 
 fn content_hash(path: &Path) -> Option<u64> {
     use std::hash::{Hash, Hasher};
-    let bytes = std::fs::read(path).ok()?;
+    // Bounded and regular files only: a FIFO an agent left in the tree must not block the run.
+    let bytes = baton_store::bounded::read(path, 1 << 30).ok()?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     bytes.hash(&mut h);
     Some(h.finish())

@@ -1,3 +1,4 @@
+pub mod protected;
 pub mod runner;
 pub mod sandbox;
 pub mod tools;

@@ -167,3 +167,37 @@ async fn changed_files_come_from_git_not_from_the_answer() {
     assert_eq!(out.files_changed, ["src/new.rs"]);
     assert!(out.transcript.unwrap().exists());
 }
+
+/// Regression (issue 8), through the whole loop: a developer agent edits the sprint file to mark
+/// its story done and rewrites `baton.toml`; both calls come back refused, the transcript
+/// records the guard's deny, and both files stay as they were.
+#[tokio::test]
+async fn a_developer_agent_cannot_write_the_sprint_file_or_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let sprint = "_bmad-output/implementation-artifacts/sprint-status.yaml";
+    let sprint_text = "development_status:\n  epic-1: in-progress\n  1-1-a: in-progress\n";
+    std::fs::create_dir_all(dir.path().join("_bmad-output/implementation-artifacts")).unwrap();
+    std::fs::write(dir.path().join(sprint), sprint_text).unwrap();
+    std::fs::write(dir.path().join("baton.toml"), "[sprint]\nbatch = 1\n").unwrap();
+    let def = agent("dev", "developer", &["edit_file", "write_file"], 5);
+    let script = format!(
+        "turns:\n  - agent: dev\n    tool_calls:\n      - name: edit_file\n        arguments: {{path: {sprint}, old_string: '1-1-a: in-progress', new_string: '1-1-a: done'}}\n      - name: write_file\n        arguments: {{path: ./baton.toml, content: \"[commands]\\nallow = [\\\"sh\\\"]\\n\"}}\n  - agent: dev\n    match: \"update_sprint_status\"\n    text: Refused, as it should be.\n"
+    );
+    let out = runner(dir.path(), &script, &def).run(&def, "cheat").await;
+    assert_eq!(out.status, Status::Completed, "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(sprint)).unwrap(),
+        sprint_text
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("baton.toml")).unwrap(),
+        "[sprint]\nbatch = 1\n"
+    );
+    let transcript = std::fs::read_to_string(out.transcript.unwrap()).unwrap();
+    assert_eq!(
+        transcript.matches("\"kind\":\"guard\"").count(),
+        2,
+        "{transcript}"
+    );
+    assert!(transcript.contains("baton's configuration"), "{transcript}");
+}

@@ -1039,3 +1039,33 @@ async fn status_files_agrees_with_changed_files_against_head() {
         ["gone.rs", "keep.rs", "src/new.rs"]
     );
 }
+
+#[tokio::test]
+async fn edit_file_never_writes_back_a_lossy_decoding() {
+    let (_tmp, root) = project();
+    let ctx = context(&root);
+    // Latin-1 bytes in an otherwise textual file.
+    let bytes = b"caf\xe9 = 1\nname = \"x\"\n".to_vec();
+    fs::write(root.join("legacy.txt"), &bytes).unwrap();
+    let r = call(
+        &ctx,
+        "edit_file",
+        json!({"path": "legacy.txt", "old_string": "name = \"x\"", "new_string": "name = \"y\""}),
+    )
+    .await;
+    assert!(r.is_error, "{}", r.content);
+    assert!(r.content.contains("not valid UTF-8"), "{}", r.content);
+    assert!(r.content.contains("offset 3"), "{}", r.content);
+    assert_eq!(
+        fs::read(root.join("legacy.txt")).unwrap(),
+        bytes,
+        "the file changed"
+    );
+    // Reading still works, shown with replacement characters.
+    let r = call(&ctx, "read_file", json!({"path": "legacy.txt"})).await;
+    assert!(
+        !r.is_error && r.content.contains('\u{FFFD}'),
+        "{}",
+        r.content
+    );
+}

@@ -19,7 +19,12 @@ pub fn discover(root: &Path) -> Discovery {
 /// Runs `baton agents`.
 pub fn run(root: &Path, args: &AgentsArgs) -> Result<Code> {
     let found = discover(root);
-    let errors: Vec<String> = found.errors.iter().map(|e| e.to_string()).collect();
+    let mut errors: Vec<String> = found.errors.iter().map(|e| e.to_string()).collect();
+    // The agents do not depend on `baton.toml`, but every command that runs them does: an
+    // invalid file is an error here too, not something to find out later.
+    if let Err(e) = crate::config::Config::load(root) {
+        errors.push(e.to_string());
+    }
     if args.json {
         let out = serde_json::json!({
             "agents": found.agents.values().collect::<Vec<_>>(),
@@ -65,6 +70,12 @@ pub fn trust(root: &Path, args: &TrustArgs) -> Result<Code> {
     };
     if changed {
         println!("`{}` is now {what}", root.display());
+        if !args.revoke {
+            println!(
+                "its `.baton/agents/` and all of its `baton.toml` (providers, command allowlist, \
+                 deny list, test command, paths) now apply"
+            );
+        }
     } else {
         println!("`{}` was already {what}; nothing changed", root.display());
     }

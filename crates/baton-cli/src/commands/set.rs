@@ -19,6 +19,7 @@ pub fn run(root: &Path, args: &SetArgs) -> Result<Code> {
         );
     };
     let cfg = crate::project::config(root)?;
+    refuse_linked_sprint_file(&cfg.sprint_status)?;
     let mut ledger = crate::project::ledger(&cfg)?;
     let req = Request {
         key: args.key.clone(),
@@ -81,4 +82,24 @@ fn story_file_ahead(stories: &Path, sprint: &baton_core::Sprint, key: &str) -> O
             story.value
         )
     })
+}
+
+/// A sprint file that is a symlink would be edited at its target, which may lie outside the
+/// project (a repository can ship such a link): refuse, saying where it points.
+fn refuse_linked_sprint_file(path: &Path) -> Result<()> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(path)
+            .map(|t| t.display().to_string())
+            .unwrap_or_else(|_| "an unreadable target".to_owned());
+        bail!(
+            "the sprint file `{}` is a symlink to `{target}`; baton does not edit a file through \
+             a link, which could point outside the project. Replace the link with the file, or \
+             set `[paths] sprint_status` in `baton.toml` to the real file",
+            path.display()
+        );
+    }
+    Ok(())
 }

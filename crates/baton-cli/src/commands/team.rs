@@ -228,7 +228,7 @@ pub fn build_setup(
     journal: Arc<Mutex<SqliteJournal>>,
     on_event: Option<baton_agent::runner::EventFn>,
 ) -> Result<Setup> {
-    let sandbox = Sandbox::new(root, &cfg.sandbox_deny)?;
+    let sandbox = Sandbox::with_protected(root, &cfg.sandbox_deny, &cfg.protected())?;
     let sprint_tools = baton_engine::sprint_tools::tools(ledger, &agents, Some(run_id.to_owned()));
     let mut setup = Setup::new(
         root.to_path_buf(),

@@ -180,17 +180,29 @@ fn processes_opening_a_fresh_journal_at_once_all_succeed() {
         .collect();
     for round in 0..20 {
         let p = Project::with_sprint(&super::common::sprint(&body));
-        // A start line: `baton.toml` is a FIFO, so every process blocks reading its config
-        // until the test opens the FIFO, then all of them open the fresh journal together.
-        let toml = p.root().join("baton.toml");
+        // A start line: each process is started by a shell that first reads a FIFO, so all of
+        // them block until the test opens it, then open the fresh journal together. (baton
+        // itself refuses a FIFO as `baton.toml`, so the gate is outside baton.)
+        let gate_path = p.root().join("start-line");
         let made = std::process::Command::new("mkfifo")
-            .arg(&toml)
+            .arg(&gate_path)
             .status()
             .expect("mkfifo runs");
         assert!(made.success(), "mkfifo failed");
         let children: Vec<_> = (1..=8)
             .map(|i| {
-                p.command(&["set", &format!("{i}-1-a"), "ready-for-dev"])
+                std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg("read _ < \"$0\"; exec \"$@\"")
+                    .arg(&gate_path)
+                    .arg(super::common::BATON)
+                    .arg("-C")
+                    .arg(p.root())
+                    .args(["set", &format!("{i}-1-a"), "ready-for-dev"])
+                    .env("TZ", "UTC")
+                    .env_remove("BATON_PROJECT")
+                    .current_dir(std::env::temp_dir())
+                    .stdin(std::process::Stdio::null())
                     .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped())
                     .spawn()
@@ -203,12 +215,12 @@ fn processes_opening_a_fresh_journal_at_once_all_succeed() {
         let gate = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
-            .open(&toml)
+            .open(&gate_path)
             .expect("open the FIFO");
-        let plain = p.root().join("baton.toml.plain");
+        let plain = p.root().join("start-line.plain");
         std::fs::write(&plain, "").unwrap();
-        std::fs::rename(&plain, &toml).unwrap();
-        drop(gate); // EOF: the config is empty, the defaults apply.
+        std::fs::rename(&plain, &gate_path).unwrap();
+        drop(gate); // EOF: every shell goes on to run baton.
         for c in children {
             let out = c.wait_with_output().expect("wait");
             assert!(

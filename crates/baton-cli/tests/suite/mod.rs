@@ -5,6 +5,8 @@ mod common;
 mod concurrency;
 mod crash;
 mod demo;
+mod hand_edits;
+mod hardening;
 mod init;
 mod log;
 mod regression;

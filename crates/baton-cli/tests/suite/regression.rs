@@ -354,3 +354,20 @@ fn provider_keys_never_reach_the_orchestrators_test_run() {
         "a provider key reached the tests:\n{env}"
     );
 }
+
+#[test]
+fn a_sprint_file_that_is_a_symlink_is_refused_by_sprint() {
+    let p = sprint_project(Toml::default(), &Script::new().straight(K1));
+    let outside = tempfile::tempdir().expect("tempdir");
+    let real = outside.path().join("sprint-status.yaml");
+    let link = p.root().join(format!("{STORIES}/sprint-status.yaml"));
+    std::fs::rename(&link, &real).expect("move the sprint file out");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    git(p.root(), &["add", "-A"]);
+    git(p.root(), &["commit", "-qm", "a linked sprint file"]);
+    let before = std::fs::read(&real).expect("sprint file");
+    let run = baton(&p, &["sprint", "--yolo", "--stories", K1]);
+    assert_eq!(run.code, Some(1), "{}", run.describe());
+    assert!(run.stderr.contains("is a symlink"), "{}", run.describe());
+    assert_eq!(std::fs::read(&real).expect("sprint file"), before);
+}

@@ -30,7 +30,7 @@ impl StageWork for Review {
             .changed_from(base.as_deref())
             .await
             .unwrap_or_default();
-        let listed = std::fs::read_to_string(&story)
+        let listed = story_doc::read(&story)
             .map(|t| baton_store::story_file::file_list(&t))
             .unwrap_or_default();
         let check = checks::compare_file_list(&listed, &changed);

@@ -23,6 +23,7 @@ pub fn fast_policy() -> RetryPolicy {
         max_delay: Duration::from_millis(5),
         max_retry_after: Duration::from_millis(20),
         timeout: Duration::from_secs(60),
+        max_answer_bytes: baton_llm::retry::DEFAULT_MAX_ANSWER_BYTES,
     }
 }
 

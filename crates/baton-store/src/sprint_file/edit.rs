@@ -95,6 +95,61 @@ enum Target {
     Field(usize, Slot),
 }
 
+/// Longest note or reason kept in a comment, in characters (the rest is cut with `…`).
+pub const MAX_COMMENT_CHARS: usize = 500;
+
+/// `text` made safe for a one-line YAML comment that baton reads back: line breaks and tabs
+/// become spaces; characters YAML does not allow in a stream (C0 and C1 controls, DEL, U+FFFE,
+/// U+FFFF, surrogate-free non-characters) and the Unicode line separators and BOM are written as
+/// `\u{…}` escapes; the words `baton:` are neutralised (`baton -`) so a note cannot forge baton's
+/// own marker; spaces are collapsed and the text is cut at [`MAX_COMMENT_CHARS`].
+pub fn comment_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(MAX_COMMENT_CHARS * 4));
+    let mut count = 0;
+    for ch in text.chars() {
+        if count == MAX_COMMENT_CHARS {
+            out.push('…');
+            break;
+        }
+        let piece: String = match ch {
+            '\n' | '\r' | '\t' | '\u{85}' | '\u{2028}' | '\u{2029}' => " ".to_owned(),
+            c if c.is_control() || is_noncharacter(c) || c == '\u{feff}' => {
+                format!("\\u{{{:x}}}", u32::from(c))
+            }
+            c => c.to_string(),
+        };
+        if piece == " " && (out.is_empty() || out.ends_with(' ')) {
+            continue;
+        }
+        out.push_str(&piece);
+        count += 1;
+    }
+    let out = out.trim_end().to_owned();
+    neutralise_marker(&out)
+}
+
+fn is_noncharacter(c: char) -> bool {
+    let u = u32::from(c);
+    (0xFDD0..=0xFDEF).contains(&u) || (u & 0xFFFE) == 0xFFFE
+}
+
+/// Replaces every `baton:` (any letter case) by `baton -`.
+fn neutralise_marker(text: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    if !lower.contains("baton:") {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(i) = lower[at..].find("baton:") {
+        out.push_str(&text[at..at + i + 5]);
+        out.push_str(" -");
+        at += i + 6;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
 fn quoted(quote: Option<char>, s: &str) -> String {
     match quote {
         Some(q) => format!("{q}{s}{q}"),
@@ -236,16 +291,26 @@ impl SprintDoc {
                 .as_ref()
                 .map(|c| user_part(&self.text[c.clone()]).to_owned())
                 .unwrap_or_default();
-            let user = match (&ch.note, old_user.is_empty()) {
-                (Some(n), true) => n.replace(['\n', '\r'], " "),
-                (Some(n), false) => format!("{old_user}; {}", n.replace(['\n', '\r'], " ")),
+            let note = ch
+                .note
+                .as_deref()
+                .map(comment_text)
+                .filter(|n| !n.is_empty());
+            let user = match (note, old_user.is_empty()) {
+                (Some(n), true) => n,
+                (Some(n), false) => format!("{old_user}; {n}"),
                 (None, _) => old_user,
             };
-            let marker = project.then(|| match &ch.reason {
-                Some(r) if !r.is_empty() => {
-                    format!("baton: {} ({})", ch.to, r.replace(['\n', '\r'], " "))
+            let marker = project.then(|| {
+                match ch
+                    .reason
+                    .as_deref()
+                    .map(comment_text)
+                    .filter(|r| !r.is_empty())
+                {
+                    Some(r) => format!("baton: {} ({r})", ch.to),
+                    None => format!("baton: {}", ch.to),
                 }
-                _ => format!("baton: {}", ch.to),
             });
             let comment = match (user.is_empty(), marker) {
                 (true, None) => None,

@@ -10,7 +10,7 @@
 mod edit;
 pub mod scan;
 
-pub use edit::{Change, EditError, EditOptions};
+pub use edit::{Change, EditError, EditOptions, MAX_COMMENT_CHARS, comment_text};
 
 use crate::atomic;
 use baton_core::key::Key;
@@ -66,6 +66,15 @@ pub enum PersistError {
     /// Writing failed.
     #[error(transparent)]
     Write(#[from] atomic::WriteError),
+    /// The new text would not load back (a bug, or text that slipped past validation); nothing
+    /// was written.
+    #[error("refusing to write `{path}`: {detail}; the file was left as it was")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// What the loader said.
+        detail: String,
+    },
 }
 
 /// Identity of the file's on-disk version, for compare-and-swap.
@@ -107,10 +116,17 @@ impl SprintDoc {
             path: path.to_path_buf(),
             source,
         };
-        let file = fs::File::open(path).map_err(io_err)?;
+        let file = crate::bounded::open_regular(path).map_err(io_err)?;
         let meta = file.metadata().map_err(io_err)?;
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        io::Read::read_to_end(&mut &file, &mut bytes).map_err(io_err)?;
+        let limit = crate::bounded::DOCUMENT_LIMIT;
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(limit)).unwrap_or(0));
+        io::Read::read_to_end(&mut io::Read::take(&file, limit + 1), &mut bytes).map_err(io_err)?;
+        if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > limit {
+            return Err(io_err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!("larger than {limit} bytes, the most baton reads from a sprint file"),
+            )));
+        }
         let text = String::from_utf8(bytes).map_err(|_| LoadError::NotUtf8 {
             path: path.to_path_buf(),
         })?;
@@ -164,13 +180,49 @@ impl SprintDoc {
     }
 
     /// Writes the current text atomically, unless the file changed on disk since it was read.
+    ///
+    /// The text is parsed again first (the write never leaves a file that does not load, or
+    /// loads differently), and the file's identity is compared both before the temp file is
+    /// written and again right before the rename.
     pub fn persist(&mut self) -> Result<(), PersistError> {
+        let conflict = || PersistError::Conflict {
+            path: self.path.clone(),
+        };
         if self.changed_on_disk() {
-            return Err(PersistError::Conflict {
-                path: self.path.clone(),
-            });
+            return Err(conflict());
         }
-        let meta = atomic::replace(&self.path, self.text.as_bytes())?;
+        match SprintDoc::parse(&self.path, self.text.clone()) {
+            Ok(back) if same_model(&back.sprint, &self.sprint) => {}
+            Ok(_) => {
+                return Err(PersistError::Unreadable {
+                    path: self.path.clone(),
+                    detail: "it would read back differently".to_owned(),
+                });
+            }
+            Err(e) => {
+                return Err(PersistError::Unreadable {
+                    path: self.path.clone(),
+                    detail: e.to_string(),
+                });
+            }
+        }
+        let expected = self.disk;
+        let written = atomic::replace_if(&self.path, self.text.as_bytes(), |now, moved| {
+            let now = DiskVersion::of(now);
+            match expected {
+                Some(e) if moved => {
+                    DiskVersion {
+                        ctime: e.ctime,
+                        ..now
+                    } == e
+                }
+                Some(e) => now == e,
+                None => false,
+            }
+        })?;
+        let Some(meta) = written else {
+            return Err(conflict());
+        };
         self.disk = Some(DiskVersion::of(&meta));
         Ok(())
     }
@@ -194,6 +246,13 @@ impl SprintDoc {
         atomic::replace_durable(path, text.as_bytes()).map_err(|e| write(e.source))?;
         Self::load(path)
     }
+}
+
+/// Whether two models read the same: fields and entries (with their lines) alike.
+fn same_model(a: &Sprint, b: &Sprint) -> bool {
+    a.fields == b.fields
+        && a.development_status_line == b.development_status_line
+        && a.entries == b.entries
 }
 
 /// Parses the whole text as YAML; returns the `development_status` mapping (key → status text,
@@ -262,6 +321,9 @@ fn parse_yaml(text: &str) -> Result<Option<YamlStatuses>, (usize, Option<usize>,
 /// The YAML library's message without its own `error: line N column M:` prefix (the caller
 /// names the file, line and column itself).
 fn yaml_message(full: &str) -> String {
+    if let Some(at) = full.find("budget breached: ") {
+        return budget_message(&full[at + 17..]);
+    }
     let first = full.lines().next().unwrap_or("invalid YAML").trim();
     let first = first.strip_prefix("error:").unwrap_or(first).trim_start();
     let rest = match first.strip_prefix("line ") {
@@ -275,6 +337,29 @@ fn yaml_message(full: &str) -> String {
         None => first,
     };
     rest.to_owned()
+}
+
+/// A sentence for a breach of the YAML parser's safety limits (`Nodes { nodes: 250001 }`, ...).
+fn budget_message(breach: &str) -> String {
+    let kind = breach.split([' ', '{']).next().unwrap_or_default();
+    match kind {
+        "Nodes" => "the file is too large for baton to read safely: it has more than 250000 YAML \
+                    nodes (keys, values and list items, about 125000 `development_status` \
+                    entries); archive finished epics into another file"
+            .to_owned(),
+        "Depth" => "the file is nested too deeply for baton to read safely (more than 64 levels \
+                    of mappings or lists)"
+            .to_owned(),
+        "Aliases" | "Anchors" | "AliasExpansion" | "MergeKeys" => {
+            "the file uses too many YAML anchors, aliases or merge keys (`&`, `*`, `<<`) for \
+             baton to read safely"
+                .to_owned()
+        }
+        _ => format!(
+            "the file is too large or too complex for baton to read safely (YAML limit: {})",
+            breach.lines().next().unwrap_or(breach).trim()
+        ),
+    }
 }
 
 fn to_usize(n: impl TryInto<usize>) -> usize {
@@ -422,3 +507,6 @@ mod tests;
 
 #[cfg(test)]
 mod proptests;
+
+#[cfg(test)]
+mod notes;

@@ -24,6 +24,13 @@ pub async fn preflight(run: &RunCtx) -> Result<Vec<String>, EngineError> {
             root.display()
         )));
     }
+    let sprint_file = run.with_ledger(|l| Ok(l.doc().path().to_path_buf()))?;
+    if std::fs::symlink_metadata(&sprint_file).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(EngineError::Preflight(format!(
+            "the sprint file `{}` is a symlink; baton does not edit a file through a link, which              could point outside the project. Replace the link with the file, or set              `[paths] sprint_status` in `baton.toml` to the real file",
+            sprint_file.display()
+        )));
+    }
     let interrupted = interrupted_run(run)?;
     let snapshot = ws.snapshot().await;
     let dirty: Vec<&str> = snapshot
