@@ -42,7 +42,11 @@ pub fn config(root: &Path) -> Result<Config> {
 pub fn located(root: &Path) -> Result<(Config, Option<Layout>)> {
     let mut cfg = Config::load(root)?;
     let toml_path = root.join(config::FILE_NAME);
-    let raw = match std::fs::read_to_string(&toml_path) {
+    // `Config::load` has read (and checked) the file already; a read failing now is no file.
+    let raw = match baton_store::bounded::read_to_string(
+        &toml_path,
+        baton_store::bounded::CONFIG_LIMIT,
+    ) {
         Ok(text) => config::parse(&toml_path, &text)?,
         Err(_) => config::RawConfig::default(),
     };
@@ -91,7 +95,8 @@ pub fn require_sprint(cfg: &Config) -> Result<()> {
 /// that everything is done.
 pub fn require_bmad_sprint(cfg: &Config) -> Result<()> {
     let path = &cfg.sprint_status;
-    let text = std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+    let text = baton_store::bounded::read(path, baton_store::bounded::DOCUMENT_LIMIT)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
     if !locate::looks_like_sprint_file(&String::from_utf8_lossy(&text)) {
         anyhow::bail!(
             "`{}` is not a BMad sprint file (it has no `development_status` mapping); create one with BMad's sprint-planning workflow, or set `paths.sprint_status` in `{}` to your BMad sprint file",

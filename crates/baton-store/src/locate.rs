@@ -9,7 +9,6 @@
 //! (`_bmad-output/implementation-artifacts/`, `docs/sprint-artifacts/`, `docs/`). It only reads;
 //! nothing here creates or changes a file (BMAD-FORMAT.md R1: never write into `_bmad/`).
 
-use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 /// The sprint file's name in every BMad version.
@@ -111,7 +110,7 @@ fn resolve(root: &Path, raw: &str, output_folder: Option<&Path>) -> Option<PathB
 pub fn read_config(root: &Path) -> Option<BmadConfig> {
     for rel in CONFIG_FILES {
         let path = root.join(rel);
-        let Ok(text) = fs::read_to_string(&path) else {
+        let Ok(text) = crate::bounded::read_to_string(&path, crate::bounded::CONFIG_LIMIT) else {
             continue;
         };
         let Ok(serde_json::Value::Object(map)) = serde_saphyr::from_str::<serde_json::Value>(&text)
@@ -195,7 +194,8 @@ pub fn locate(root: &Path) -> Layout {
     let mut found: Option<(PathBuf, bool, usize)> = None;
     for (i, d) in dirs.iter().enumerate() {
         let candidate = d.join(SPRINT_FILE);
-        let Ok(text) = fs::read_to_string(&candidate) else {
+        let Ok(text) = crate::bounded::read_to_string(&candidate, crate::bounded::DOCUMENT_LIMIT)
+        else {
             continue;
         };
         let bmad = looks_like_sprint_file(&text);
@@ -238,7 +238,9 @@ pub fn locate(root: &Path) -> Layout {
 
     let sprint_text = found
         .as_ref()
-        .and_then(|(p, _, _)| fs::read_to_string(p).ok())
+        .and_then(|(p, _, _)| {
+            crate::bounded::read_to_string(p, crate::bounded::DOCUMENT_LIMIT).ok()
+        })
         .unwrap_or_default();
     let stories = cfg
         .as_ref()
@@ -302,8 +304,8 @@ mod tests {
 
     fn write(root: &Path, rel: &str, text: &str) {
         let p = root.join(rel);
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(p, text).unwrap();
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
     }
 
     const SPRINT: &str = "development_status:\n  epic-1: backlog\n";

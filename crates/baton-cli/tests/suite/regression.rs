@@ -156,6 +156,8 @@ fn ctrl_c_during_the_orchestrators_test_run_is_an_interruption_not_a_verdict() {
     let slow = "[sprint]\ntest_command = [\"sh\", \"-c\", \"touch .baton/tests-started; sleep 60\"]\nmax_review_rounds = 1\n\n[agents]\nmodel = \"script/t\"\n";
     p.write("baton.toml", slow);
     git(p.root(), &["commit", "-qam", "slow tests"]);
+    // A test command that is not a bare allowlisted program needs a trusted project.
+    baton(&p, &["trust"]).expect_code(0);
     let started = p.root().join(".baton/tests-started");
     // More interruptions than there are fix rounds: none of them may count as one.
     for round in 0..3 {
@@ -342,12 +344,15 @@ fn provider_keys_never_reach_the_orchestrators_test_run() {
         p.root(),
         &["commit", "-qam", "tests that print the environment"],
     );
+    // A test command that is not a bare allowlisted program needs a trusted project.
+    baton(&p, &["trust"]).expect_code(0);
     let mut cmd = command(&p, &["sprint", "--yolo", "--json", "--stories", K1]);
     cmd.env("ANTHROPIC_API_KEY", secret)
         .env("OPENAI_API_KEY", secret);
     let run = super::sprint::run_guarded(cmd, &["sprint"]);
     assert_eq!(run.code, Some(0), "{}", run.describe());
-    let env = std::fs::read_to_string(p.root().join(".baton/test-env")).expect("the tests ran");
+    let env = std::fs::read_to_string(p.root().join(".baton/test-env"))
+        .unwrap_or_else(|e| panic!("the tests did not run ({e}):\n{}", run.describe()));
     assert!(env.contains("PATH="), "{env}");
     assert!(
         !env.contains(secret),
