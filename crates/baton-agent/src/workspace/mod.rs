@@ -313,3 +313,85 @@ impl Workspace {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        run(&["init", "-q", "-b", "main"]);
+        std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
+        run(&["add", "-A"]);
+        run(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "init",
+        ]);
+        let sandbox = Arc::new(Sandbox::new(dir.path(), &Sandbox::default_deny()).unwrap());
+        let ws = Workspace::new(dir.path(), sandbox, Vec::new());
+        (dir, ws)
+    }
+
+    #[tokio::test]
+    async fn changes_are_seen_from_git_and_a_commit_makes_the_next_snapshot_free() {
+        let (dir, ws) = repo();
+        let before = ws.snapshot().await;
+        std::fs::write(dir.path().join("a.txt"), "changed\n").unwrap();
+        std::fs::write(dir.path().join("b.txt"), "new\n").unwrap();
+        assert_eq!(ws.changed_since(&before).await, ["a.txt", "b.txt"]);
+        assert!(ws.commit_all("work").await.unwrap().is_some());
+        let calls = ws.git().calls();
+        let clean = ws.snapshot().await;
+        assert_eq!(
+            ws.git().calls(),
+            calls,
+            "a snapshot after baton's commit ran git"
+        );
+        assert_eq!(clean.dirty().count(), 0);
+        // A file baton writes itself is known without git, and is not an agent's change.
+        std::fs::write(dir.path().join("story.md"), "x\n").unwrap();
+        ws.touched(&[Path::new("story.md")]);
+        let before = ws.snapshot().await;
+        std::fs::write(dir.path().join("c.txt"), "agent\n").unwrap();
+        assert_eq!(ws.changed_since(&before).await, ["c.txt"]);
+    }
+
+    #[tokio::test]
+    async fn a_worktree_is_a_workspace_on_its_own_branch() {
+        let (dir, ws) = repo();
+        let wt_dir = dir.path().join(".baton/worktrees/1-1");
+        let wt = ws.worktree("story/1-1", &wt_dir).await.unwrap();
+        assert_eq!(wt.root(), wt_dir);
+        assert_eq!(wt.head().await, ws.head().await);
+        std::fs::write(wt_dir.join("story.txt"), "in the worktree\n").unwrap();
+        assert!(wt.commit_all("story work").await.unwrap().is_some());
+        let branch = wt
+            .git()
+            .run(&["rev-parse", "--abbrev-ref", "HEAD"])
+            .await
+            .unwrap();
+        assert_eq!(branch.trim(), "story/1-1");
+        // The main tree is untouched, and its sandbox rules apply in the worktree.
+        assert!(!dir.path().join("story.txt").exists());
+        assert!(
+            wt.sandbox()
+                .resolve("../x", crate::sandbox::Access::Write)
+                .is_err()
+        );
+        assert!(ws.worktree("--evil", &dir.path().join("x")).await.is_err());
+    }
+}
