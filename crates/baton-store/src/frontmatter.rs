@@ -450,6 +450,15 @@ fn render(e: &serde_saphyr::Error, line_offset: usize) -> (Option<usize>, Option
         .and_then(|l| to_usize(l.line()))
         .map(|l| l.saturating_add(line_offset));
     let column = loc.and_then(|l| to_usize(l.column()));
+    let full = e.to_string();
+    // A breach of the parser's safety limits gets a sentence, not the parser's internals.
+    if let Some(at) = full.find("budget breached: ") {
+        return (
+            line,
+            column,
+            crate::sprint_file::budget_message(&full[at + 17..]),
+        );
+    }
     let message = e.render_with_options(serde_saphyr::render_options! {
         snippets: serde_saphyr::SnippetMode::Off,
         line_offset: u64::try_from(line_offset).unwrap_or(0),
@@ -1808,6 +1817,18 @@ mod tests {
             d.steps_completed(),
             Err(FrontmatterError::Value { .. })
         ));
+    }
+
+    #[test]
+    fn a_frontmatter_over_the_yaml_budget_gets_a_sentence() {
+        let mut text = String::from("---\nsteps:\n");
+        for i in 0..260_000 {
+            text.push_str(&format!("  - {i}\n"));
+        }
+        text.push_str("---\n# Doc\n");
+        let err = Document::parse("big.md", text).unwrap_err().to_string();
+        assert!(err.contains("too large for baton to read safely"), "{err}");
+        assert!(!err.contains("Nodes {"), "{err}");
     }
 
     #[test]

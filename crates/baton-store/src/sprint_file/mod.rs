@@ -340,12 +340,13 @@ fn yaml_message(full: &str) -> String {
 }
 
 /// A sentence for a breach of the YAML parser's safety limits (`Nodes { nodes: 250001 }`, ...).
-fn budget_message(breach: &str) -> String {
+pub(crate) fn budget_message(breach: &str) -> String {
     let kind = breach.split([' ', '{']).next().unwrap_or_default();
     match kind {
         "Nodes" => "the file is too large for baton to read safely: it has more than 250000 YAML \
-                    nodes (keys, values and list items, about 125000 `development_status` \
-                    entries); archive finished epics into another file"
+                    nodes (keys, values and list items; in a sprint file, about 125000 \
+                    `development_status` entries); split it, or archive finished epics into \
+                    another file"
             .to_owned(),
         "Depth" => "the file is nested too deeply for baton to read safely (more than 64 levels \
                     of mappings or lists)"
