@@ -503,15 +503,15 @@ impl Recorder {
 const LEGEND: &[(&str, &str)] = &[
     (
         "stage review",
-        "loop top (journal queries, sprint-file refresh) + baseline + git changed_files (4 git) + File List check",
+        "facts + decide, baseline, the diff since the baseline (1 git) + File List check",
     ),
     (
         "stage",
-        "loop top: escalation/step journal queries, sprint-file refresh, dispatch",
+        "facts (sprint-file refresh, the story's steps, events and escalations) + decide",
     ),
     (
         "agent_started",
-        "begin_step (journal), runner + toolbox build, transcript file, git snapshot (3 git)",
+        "begin_step (journal), runner + toolbox build, transcript file, snapshot (no git after baton's own commit)",
     ),
     ("turn 1", "prompt and request set-up"),
     (
@@ -520,21 +520,21 @@ const LEGEND: &[(&str, &str)] = &[
     ),
     (
         "usage",
-        "script model call + cost-ledger insert (2nd journal connection, fsync)",
+        "script model call + cost-ledger insert (2nd journal connection, no fsync of its own)",
     ),
     ("tool_call", "guard chain"),
     (
         "agent_finished",
-        "git status after the run (2 git), transcript",
+        "one `git status --porcelain=v2 --branch` after the run, sprint-file check, transcript",
     ),
     ("tests", "end_step (journal) + the test command (`true`)"),
     (
         "transition in-progress",
-        "end_step (journal), git head (1 git) + baseline into the story file, ledger transition",
+        "end_step (journal), baseline (HEAD known from the last commit) into the story file, ledger transition",
     ),
     (
         "transition done",
-        "end_step + relabel (journal), review parse, findings into the story file (fsync), ledger transition",
+        "end_step (journal), review parse, findings into the story file, ledger transition (fsync ×2)",
     ),
     (
         "transition epic",
@@ -542,11 +542,11 @@ const LEGEND: &[(&str, &str)] = &[
     ),
     (
         "transition",
-        "end_step (journal), story-file check, ledger transition (journal + sprint/story files, fsync)",
+        "end_step (journal), facts + decide, ledger transition (journal + sprint file: fsync ×2)",
     ),
     (
         "commit",
-        "git add/diff --cached/commit/rev-parse (4 git + git's own `maintenance run --auto`)",
+        "git add + commit (2 git; hooks and automatic maintenance off)",
     ),
     (
         "story_finished",
