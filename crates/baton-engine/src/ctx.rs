@@ -337,12 +337,14 @@ impl StoryCtx {
                 turns: 0,
                 transcript: None,
                 escalation: None,
+                usage_estimated: false,
             },
         };
         if let Ok(mut r) = self.report.lock() {
             r.input_tokens += outcome.usage.total_input();
             r.output_tokens += outcome.usage.output_tokens;
             r.cost_usd += outcome.cost_usd;
+            r.usage_estimated |= outcome.usage_estimated;
         }
         outcome
     }

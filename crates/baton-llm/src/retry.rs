@@ -411,9 +411,17 @@ where
             ));
         }
         let mut parser = SseParser::new();
+        let mut received = 0usize;
         loop {
             let chunk = match response.chunk().await {
                 Ok(Some(chunk)) => chunk,
+                // A 200 with nothing in it is the server's answer, not a dropped connection:
+                // retrying gets the same.
+                Ok(None) if received == 0 => {
+                    return Err(Failure::Fatal(LlmError::EmptyAnswer {
+                        provider: provider.to_owned(),
+                    }));
+                }
                 Ok(None) => return Ok(false),
                 Err(e) => {
                     return Err(Failure::dropped(
@@ -422,6 +430,7 @@ where
                     ));
                 }
             };
+            received += chunk.len();
             for event in parser.push(&chunk) {
                 if let Flow::Done = decoder.on_event(event, sink)? {
                     return Ok(true);

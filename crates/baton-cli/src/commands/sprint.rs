@@ -157,8 +157,20 @@ fn print_event(e: &Event) {
             eprintln!("[{agent}] budget warning: {message}")
         }
         Event::AgentFinished { agent, status } => eprintln!("[{agent}] {status}"),
-        Event::Usage { .. } => {}
+        Event::UsageEstimated { agent, provider } => {
+            eprintln!("[{agent}] warning: {}", estimated_warning(provider))
+        }
+        // Progress of a streaming answer belongs on the live line only.
+        Event::Usage { .. } | Event::Streaming { .. } => {}
     }
+}
+
+/// The one-time warning for a provider that streams no usage.
+pub fn estimated_warning(provider: &str) -> String {
+    format!(
+        "provider `{provider}` streams no token usage: its token counts, costs and token \
+         budgets are estimated from the text (about 4 characters a token)"
+    )
 }
 
 /// A live status line per story in a terminal: stage, round, tokens, cost, elapsed. Events
@@ -171,6 +183,8 @@ struct Live {
     tokens: u64,
     cost: f64,
     started: Option<std::time::Instant>,
+    /// The answer streaming in: (turn, output tokens so far, seconds since the call started).
+    streaming: Option<(u32, u64, u64)>,
 }
 
 impl Live {
@@ -201,6 +215,16 @@ impl Live {
             } => {
                 self.tokens += input_tokens + output_tokens;
                 self.cost += cost_usd;
+                self.streaming = None;
+                false
+            }
+            Event::Streaming {
+                turn,
+                output_tokens,
+                elapsed_secs,
+                ..
+            } => {
+                self.streaming = Some((*turn, *output_tokens, *elapsed_secs));
                 false
             }
             Event::ToolCall { tool, .. } => {
@@ -210,8 +234,11 @@ impl Live {
                 );
                 false
             }
+            Event::Turn { .. } => {
+                self.streaming = None;
+                false
+            }
             Event::AgentStarted { .. }
-            | Event::Turn { .. }
             | Event::Refused { .. }
             | Event::BudgetWarning { .. }
             | Event::AgentFinished { .. } => false,
@@ -227,9 +254,19 @@ impl Live {
         }
         if !self.key.is_empty() && !matches!(e, Event::StoryFinished { .. }) {
             let secs = self.started.map_or(0, |s| s.elapsed().as_secs());
+            let answering = self
+                .streaming
+                .map(|(turn, tokens, call_secs)| {
+                    format!(
+                        " · turn {turn}: answering, {tokens} tokens in {}:{:02}",
+                        call_secs / 60,
+                        call_secs % 60
+                    )
+                })
+                .unwrap_or_default();
             let _ = write!(
                 err,
-                "[{}] {} · round {} · {} tokens · ${:.4} · {}:{:02}",
+                "[{}] {} · round {} · {} tokens · ${:.4} · {}:{:02}{answering}",
                 self.key,
                 self.stage,
                 self.round.max(1),

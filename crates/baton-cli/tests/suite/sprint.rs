@@ -1803,8 +1803,18 @@ fn adversarial_cases() -> Vec<(&'static str, Script, &'static str)> {
             "has no turn for agent `developer`",
         ),
         (
-            "a scrum master who writes nothing",
+            "a scrum master who calls no tool at all",
             Script::new().turn("scrum-master", "", "The story is ready.", vec![]),
+            "made no tool call although its work needs tools",
+        ),
+        (
+            "a scrum master who reads but writes nothing",
+            Script::new()
+                .raw(json!({
+                    "agent": "scrum-master",
+                    "tool_calls": [call("list_files", json!({ "pattern": "*" }))],
+                }))
+                .raw(json!({ "agent": "scrum-master", "text": "The story is ready." })),
             "finished without writing",
         ),
         (
