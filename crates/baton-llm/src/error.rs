@@ -28,7 +28,7 @@ pub enum LlmError {
     #[error(
         "{provider} answered 200 OK with an empty body (no answer, no error); a server that \
          cannot stream tool calls does this (llama-cpp-python without `tool_choice`): see \
-         \"Local models\" in docs/providers.md, or run `baton doctor`"
+         \"Local models\" in docs/providers.md"
     )]
     EmptyAnswer {
         /// Provider name.
