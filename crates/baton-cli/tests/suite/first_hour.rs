@@ -2,7 +2,7 @@
 //! baton says after a sprint in which every story needs a human.
 
 use super::common::Project;
-use super::sprint::{K1, Script, Toml, baton, git, sprint_project, subjects};
+use super::sprint::{K1, K2, K3, Script, Toml, baton, git, sprint_project, statuses, subjects};
 
 /// Replaces the first `from` in the project's `rel` file with `to`.
 fn edit(p: &Project, rel: &str, from: &str, to: &str) {
@@ -53,4 +53,63 @@ fn init_then_sprint_is_not_refused_for_batons_own_files() {
         "{}",
         run.describe()
     );
+}
+
+#[test]
+fn a_sprint_where_every_story_needs_a_human_says_which_and_how_to_go_on() {
+    // A model that answers in prose and never calls a tool.
+    let prose = Script::new().turn("scrum-master", "", "The story is ready.", vec![]);
+    let p = sprint_project(Toml::default(), &prose);
+    let run = baton(&p, &["sprint", "--yolo"]).expect_code(1);
+    assert!(
+        run.stdout.contains("3 stories need intervention"),
+        "{}",
+        run.describe()
+    );
+    let statuses = statuses(&p);
+    for key in [K1, K2, K3] {
+        assert_eq!(statuses[key], "needs-intervention", "{statuses:?}");
+    }
+    // No story started, so no epic moved.
+    assert_eq!(statuses["epic-1"], "backlog", "{statuses:?}");
+    assert_eq!(statuses["epic-2"], "backlog", "{statuses:?}");
+
+    let board = baton(&p, &["status"]).expect_code(0);
+    assert!(
+        board
+            .stdout
+            .contains("next: nothing can be picked: 3 stories need a human"),
+        "{}",
+        board.describe()
+    );
+    for key in [K1, K2, K3] {
+        let line = format!("  {key} (needs-intervention): baton set {key} backlog");
+        assert!(board.stdout.contains(&line), "{line}\n{}", board.describe());
+    }
+    let json = super::common::parse_json(&baton(&p, &["status", "--json"]).expect_code(0));
+    assert_eq!(json["next"]["action"], "blocked");
+    assert_eq!(json["blocked"][0]["key"], K1);
+    assert_eq!(
+        json["blocked"][0]["command"],
+        format!("baton set {K1} backlog")
+    );
+
+    // A second run has nothing it can do: it says why and fails.
+    let again = baton(&p, &["sprint", "--yolo"]).expect_code(1);
+    assert!(
+        again.stdout.contains("nothing can be worked"),
+        "{}",
+        again.describe()
+    );
+    assert!(
+        again.stdout.contains(&format!("baton set {K1} backlog")),
+        "{}",
+        again.describe()
+    );
+
+    // The way out works, and the changed sprint file does not block the next run.
+    baton(&p, &["set", K1, "backlog"]).expect_code(0);
+    Script::new().straight(K1).install(&p);
+    baton(&p, &["sprint", "--yolo", "--stories", K1]).expect_code(0);
+    assert_eq!(super::sprint::statuses(&p)[K1], "done");
 }
