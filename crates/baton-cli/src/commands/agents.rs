@@ -20,9 +20,14 @@ pub fn discover(root: &Path) -> Discovery {
 pub fn run(root: &Path, args: &AgentsArgs) -> Result<Code> {
     let found = discover(root);
     let errors: Vec<String> = found.errors.iter().map(|e| e.to_string()).collect();
+    // `[agents] model` runs every agent on one model: show the model that will run.
+    let model_override = crate::project::config(root)
+        .ok()
+        .and_then(|cfg| cfg.agent_model);
     if args.json {
         let out = serde_json::json!({
             "agents": found.agents.values().collect::<Vec<_>>(),
+            "model_override": model_override,
             "notices": found.notices,
             "errors": errors,
         });
@@ -36,12 +41,20 @@ pub fn run(root: &Path, args: &AgentsArgs) -> Result<Code> {
         table.add_row(vec![
             a.name.clone(),
             a.role.clone(),
-            a.model.clone(),
+            match &model_override {
+                Some(m) if *m != a.model => format!("{m} (own: {})", a.model),
+                _ => a.model.clone(),
+            },
             a.tools.join(", "),
             a.source.to_string(),
         ]);
     }
     println!("{table}");
+    if let Some(m) = &model_override {
+        println!(
+            "every agent runs on {m} (`[agents] model` in baton.toml; `--model` on `baton team` and `baton sprint` overrides it)"
+        );
+    }
     for n in &found.notices {
         eprintln!("note: {n}");
     }

@@ -116,7 +116,10 @@ fn print_event(e: &Event) {
             };
             eprintln!("[{key}] tests {what}");
         }
-        Event::Commit { key, message } => eprintln!("[{key}] commit: {message}"),
+        Event::Commit { key, message } if key == "-" => {
+            eprintln!("committed baton's own changes: {message}")
+        }
+        Event::Commit { key, message } => eprintln!("[{key}] committed: {message}"),
         Event::CommitFailed {
             key,
             message,

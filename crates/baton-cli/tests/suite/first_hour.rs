@@ -113,3 +113,25 @@ fn a_sprint_where_every_story_needs_a_human_says_which_and_how_to_go_on() {
     baton(&p, &["sprint", "--yolo", "--stories", K1]).expect_code(0);
     assert_eq!(super::sprint::statuses(&p)[K1], "done");
 }
+
+#[test]
+fn agents_show_the_model_that_will_run_and_errors_are_said_once() {
+    let p = sprint_project(Toml::default(), &Script::new());
+    let run = baton(&p, &["agents"]).expect_code(0);
+    assert!(run.stdout.contains("script/t (own: "), "{}", run.describe());
+    assert!(
+        run.stdout.contains("every agent runs on script/t"),
+        "{}",
+        run.describe()
+    );
+    let json = super::common::parse_json(&baton(&p, &["agents", "--json"]).expect_code(0));
+    assert_eq!(json["model_override"], "script/t");
+
+    let run = baton(&p, &["team", "scout", "look", "--model", "nowhere/m"]).expect_code(1);
+    assert_eq!(
+        run.stderr.matches("unknown provider `nowhere`").count(),
+        1,
+        "{}",
+        run.describe()
+    );
+}
