@@ -163,7 +163,17 @@ fn print_event(e: &Event) {
         Event::UsageEstimated { agent, provider } => {
             eprintln!("[{agent}] warning: {}", estimated_warning(provider))
         }
-        // Progress of a streaming answer belongs on the live line only.
+        // Without a live line, a long answer shows a line every thousand tokens or so.
+        Event::Streaming {
+            agent,
+            turn,
+            output_tokens,
+            elapsed_secs,
+        } if output_tokens % 1000 < baton_agent::runner::PROGRESS_EVERY_TOKENS => eprintln!(
+            "[{agent}] turn {turn}: answering, {output_tokens} tokens in {}:{:02}",
+            elapsed_secs / 60,
+            elapsed_secs % 60
+        ),
         Event::Usage { .. } | Event::Streaming { .. } => {}
     }
 }
