@@ -34,7 +34,10 @@ struct Report {
     test_command: Option<Vec<String>>,
     sprint: SprintView,
     providers: Vec<ProviderView>,
+    /// What stops baton from working (exit 1).
     problems: Vec<String>,
+    /// What works, but less well than it could.
+    warnings: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -117,6 +120,7 @@ fn rel(root: &Path, path: &Path) -> String {
 
 async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
     let mut problems = Vec::new();
+    let mut warnings = Vec::new();
     let found = super::agents::discover(root);
     let toml = root.join(crate::config::FILE_NAME);
     let config = ConfigView {
@@ -162,7 +166,7 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
 
     let test_command = cfg.sprint.test_command.clone();
     if test_command.is_none() {
-        problems.push(
+        warnings.push(
             "no `[sprint] test_command` in baton.toml: stories are reviewed without the project's tests".into(),
         );
     }
@@ -170,6 +174,9 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
     let sprint = sprint_view(root, cfg);
     if let Some(e) = &sprint.error {
         problems.push(e.clone());
+    } else if sprint.stories == Some(0) {
+        warnings
+            .push("the sprint file holds no story yet: `baton sprint` has nothing to work".into());
     }
 
     let mut used: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -197,6 +204,11 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
         if let Some(p) = provider_problem(&view) {
             problems.push(p);
         }
+        if view.streams_usage == Some(false) {
+            warnings.push(format!(
+                "provider `{name}` streams no usage: token counts, costs and token budgets are estimated from the text"
+            ));
+        }
         providers.push(view);
     }
     Ok(Report {
@@ -210,6 +222,7 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
         sprint,
         providers,
         problems,
+        warnings,
     })
 }
 
@@ -311,7 +324,7 @@ async fn provider_view(
     };
     view.tool_choice = config.tool_choice.map(|c| c.as_str());
     view.max_tokens = config.max_tokens;
-    if offline || config.kind == ProviderKind::Script {
+    if config.kind == ProviderKind::Script {
         return view;
     }
     let key = match probe::api_key(name, &config) {
@@ -321,6 +334,9 @@ async fn provider_view(
             return view;
         }
     };
+    if offline {
+        return view;
+    }
     view.probed = true;
     probe_provider(&mut view, name, &config, key).await;
     view
@@ -563,6 +579,12 @@ fn print_human(r: &Report) {
         }
         if let Some(e) = &p.error {
             println!("  error     {e}");
+        }
+    }
+    if !r.warnings.is_empty() {
+        println!("\nwarnings:");
+        for w in &r.warnings {
+            println!("  - {w}");
         }
     }
     if r.problems.is_empty() {

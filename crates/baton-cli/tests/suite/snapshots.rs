@@ -679,3 +679,29 @@ fn doctor_with_an_unreachable_provider_and_offline() {
     filtered("doctor_unreachable", &["doctor"]).expect_code(1);
     filtered("doctor_offline", &["doctor", "--offline"]).expect_code(0);
 }
+
+#[test]
+fn doctor_offline_still_names_a_missing_key_and_warns_of_no_tests() {
+    let p = Project::with_sprint(&board());
+    p.write(
+        "baton.toml",
+        "[agents]\nmodel = \"corp/m\"\n\n[providers.corp]\nkind = \"openai\"\n\
+         base_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"BATON_DOCTOR_KEY_NEVER_SET_4C1\"\n",
+    );
+    git_init(&p);
+    let mut cmd = command(&p, &["doctor", "--offline"]);
+    cmd.env_remove("BATON_DOCTOR_KEY_NEVER_SET_4C1");
+    let r = run_guarded(cmd, &["doctor", "--offline"]).expect_code(1);
+    assert!(
+        r.stdout
+            .contains("`BATON_DOCTOR_KEY_NEVER_SET_4C1`, which is not set"),
+        "{}",
+        r.describe()
+    );
+    assert!(
+        r.stdout
+            .contains("warnings:\n  - no `[sprint] test_command`"),
+        "{}",
+        r.describe()
+    );
+}
