@@ -67,6 +67,10 @@ pub struct Outcome {
     pub transcript: Option<PathBuf>,
     /// The escalation, if the agent raised one.
     pub escalation: Option<Escalation>,
+    /// Some of `usage` was estimated from the text (the provider streamed no usage for a call,
+    /// or a call was cut off before it did).
+    #[serde(default)]
+    pub usage_estimated: bool,
 }
 
 /// The reason of a `HALT:` line in an answer, if there is one.

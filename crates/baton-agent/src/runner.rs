@@ -15,7 +15,9 @@ use crate::transcript::Transcript;
 use crate::workspace::Workspace;
 use baton_core::budget::{BudgetLimits, BudgetState, Spend};
 use baton_llm::pricing::{Price, cost_usd};
-use baton_llm::{ChatRequest, LlmError, Message, ModelClient, ModelSpec, StreamEvent, Usage};
+use baton_llm::{
+    ChatRequest, LlmError, Message, ModelClient, ModelSpec, StopReason, StreamEvent, Usage,
+};
 use serde::Serialize;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -52,6 +54,8 @@ impl Mode {
 pub struct Budget {
     limits: BudgetLimits,
     spent: Mutex<Spend>,
+    /// Providers already reported as streaming no usage (the warning is given once each).
+    estimated: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Budget {
@@ -60,7 +64,16 @@ impl Budget {
         Budget {
             limits,
             spent: Mutex::new(Spend::default()),
+            estimated: Mutex::new(Default::default()),
         }
+    }
+
+    /// Records that `provider` streamed no usage; `true` the first time for that provider.
+    pub fn first_estimate(&self, provider: &str) -> bool {
+        self.estimated
+            .lock()
+            .map(|mut seen| seen.insert(provider.to_owned()))
+            .unwrap_or(false)
     }
 
     /// What has been spent.
@@ -123,6 +136,28 @@ pub enum AgentEvent {
         usage: Usage,
         /// Cost in US dollars.
         cost_usd: f64,
+        /// Estimated from the text (the provider reported none).
+        #[serde(default)]
+        estimated: bool,
+    },
+    /// A model answer is streaming in (sent every [`PROGRESS_EVERY_TOKENS`] tokens or so).
+    Streaming {
+        /// Agent.
+        agent: String,
+        /// Turn from 1.
+        turn: u32,
+        /// Output tokens so far (the provider's count if it sent one, else estimated).
+        output_tokens: u64,
+        /// Seconds since the call started.
+        elapsed_secs: u64,
+    },
+    /// A provider streamed no usage: its token counts and budgets are estimates from now on.
+    /// Sent once per provider and run.
+    UsageEstimated {
+        /// Agent.
+        agent: String,
+        /// The provider.
+        provider: String,
     },
     /// The budget's warning line was crossed.
     BudgetWarning {
@@ -151,7 +186,16 @@ pub struct CallRecord {
     pub usage: Usage,
     /// US dollars.
     pub cost_usd: f64,
+    /// Estimated from the text (the provider reported no usage).
+    #[serde(default)]
+    pub estimated: bool,
 }
+
+/// A streaming-progress event is sent each time this many more output tokens arrived.
+pub const PROGRESS_EVERY_TOKENS: u64 = 50;
+
+/// Characters per token when a count has to be estimated from text.
+pub const CHARS_PER_TOKEN: usize = 4;
 
 /// Callback for events.
 pub type EventFn = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
@@ -184,6 +228,8 @@ pub struct Runner {
     pub default_max_turns: u32,
     /// Timeout when the definition sets none.
     pub default_timeout: Duration,
+    /// Output cap of one model turn, in tokens (`None`: the provider's default).
+    pub max_tokens: Option<u32>,
     /// Progress events.
     pub on_event: Option<EventFn>,
     /// Cost ledger entries.
@@ -264,6 +310,8 @@ impl Runner {
                 Some(format!("no final answer within {} s", timeout.as_secs())),
             ),
         };
+        let (status, reason) =
+            self.settle_in_flight(def, status, reason, &mut state, &mut transcript);
         let files_changed = self.workspace.changed_since(&before).await;
         let outcome = Outcome {
             agent: def.name.clone(),
@@ -277,6 +325,7 @@ impl Runner {
             turns: state.turns,
             transcript: transcript.path().map(Path::to_path_buf),
             escalation: state.escalation,
+            usage_estimated: state.usage_estimated,
         };
         transcript.write("outcome", &outcome);
         self.emit(AgentEvent::Finished {
@@ -284,6 +333,39 @@ impl Runner {
             status,
         });
         outcome
+    }
+
+    /// Accounts and keeps what a call cut off by a timeout or cancellation had streamed, and
+    /// turns a completion without a single tool call into a failure when the agent's work needs
+    /// its writing tools (the model answered in prose: usually a server that drops `tools`).
+    fn settle_in_flight(
+        &self,
+        def: &AgentDef,
+        status: Status,
+        reason: Option<String>,
+        state: &mut RunState,
+        transcript: &mut Transcript,
+    ) -> (Status, Option<String>) {
+        if let Some(flight) = state.in_flight.take()
+            && (flight.chars > 0 || flight.known.is_some())
+        {
+            let usage = flight.estimate();
+            self.account(def, &usage, flight.known.is_none(), state, transcript);
+            transcript.write("partial", serde_json::json!({ "text": flight.text }));
+            if !flight.text.trim().is_empty() {
+                state.summary = flight.text;
+            }
+        }
+        let writing = self.tools.writing_names();
+        if status == Status::Completed && state.tool_calls == 0 && !writing.is_empty() {
+            let why = format!(
+                "made no tool call although its work needs tools ({}): the model answered in \
+                 prose only; the provider may not support tool calling (run `baton doctor`)",
+                writing.join(", ")
+            );
+            return (Status::Failed, Some(why));
+        }
+        (status, reason)
     }
 
     async fn turns(
@@ -333,25 +415,47 @@ impl Runner {
                 system: system.to_owned(),
                 messages: messages.clone(),
                 tools: specs.clone(),
-                max_tokens: None,
+                max_tokens: self.max_tokens,
                 temperature: None,
                 agent: def.name.clone(),
             };
             let price = self.price.as_ref();
             let budget = &self.budget;
-            let mut streamed_chars = 0usize;
-            let mut known = Usage::default();
+            st.in_flight = Some(InFlight {
+                input_estimate: estimate_input(&request),
+                ..InFlight::default()
+            });
+            let call_started = Instant::now();
+            let turn = st.turns;
+            let flight = &mut st.in_flight;
             let mut sink = |ev: &StreamEvent| -> ControlFlow<String> {
+                let Some(f) = flight.as_mut() else {
+                    return ControlFlow::Continue(());
+                };
                 match ev {
-                    StreamEvent::TextDelta(t) | StreamEvent::ToolArgumentsDelta(t) => {
-                        streamed_chars += t.len();
+                    StreamEvent::TextDelta(t) => {
+                        f.chars += t.len();
+                        f.text.push_str(t);
                     }
-                    StreamEvent::Usage(u) => known = *u,
-                    StreamEvent::Retrying { .. } => streamed_chars = 0,
+                    StreamEvent::ToolArgumentsDelta(t) => f.chars += t.len(),
+                    StreamEvent::Usage(u) => f.known = Some(*u),
+                    StreamEvent::Retrying { .. } => {
+                        f.chars = 0;
+                        f.text.clear();
+                        f.reported = 0;
+                    }
                     StreamEvent::ToolCallStarted { .. } => {}
                 }
-                let mut estimate = known;
-                estimate.output_tokens = estimate.output_tokens.max((streamed_chars / 4) as u64);
+                let estimate = f.estimate();
+                if estimate.output_tokens >= f.reported + PROGRESS_EVERY_TOKENS {
+                    f.reported = estimate.output_tokens;
+                    self.emit(AgentEvent::Streaming {
+                        agent: def.name.clone(),
+                        turn,
+                        output_tokens: estimate.output_tokens,
+                        elapsed_secs: call_started.elapsed().as_secs(),
+                    });
+                }
                 match budget.check(spend_of(&estimate, price)) {
                     BudgetState::Exhausted(why) => ControlFlow::Break(format!("budget: {why}")),
                     _ => ControlFlow::Continue(()),
@@ -361,26 +465,32 @@ impl Runner {
                 .client
                 .chat(&request, &mut sink, &self.ctx.cancel)
                 .await;
-            // What the stream had cost when it was stopped: the provider's usage arrives last, so
-            // a stopped stream is accounted from the same estimate that stopped it.
-            let mut stopped_at = known;
-            stopped_at.output_tokens = stopped_at.output_tokens.max((streamed_chars / 4) as u64);
             let response = match result {
-                Ok(r) => r,
+                Ok(r) => {
+                    st.in_flight = None;
+                    r
+                }
                 Err(LlmError::Aborted { reason, partial }) => {
-                    let usage = if partial.usage == Usage::default() {
-                        stopped_at
+                    // What the stream had cost when it was stopped: the provider's usage arrives
+                    // last, so a stopped stream is accounted from the same estimate that
+                    // stopped it.
+                    let flight = st.in_flight.take().unwrap_or_default();
+                    let (usage, estimated) = if partial.usage == Usage::default() {
+                        (flight.estimate(), flight.known.is_none())
                     } else {
-                        partial.usage
+                        (partial.usage, false)
                     };
-                    self.account(def, &usage, st, transcript);
-                    st.summary = partial.text.clone();
+                    self.account(def, &usage, estimated, st, transcript);
+                    if !partial.text.trim().is_empty() {
+                        st.summary = partial.text.clone();
+                    }
                     transcript.write(
                         "aborted",
                         serde_json::json!({ "reason": reason, "partial_text": partial.text }),
                     );
                     return Err((Status::Cancelled, reason));
                 }
+                // The partial answer in `st.in_flight` is accounted and kept by `run`.
                 Err(LlmError::Cancelled) => return Err((Status::Cancelled, "cancelled".into())),
                 Err(LlmError::Timeout { seconds, .. }) => {
                     return Err((
@@ -389,11 +499,40 @@ impl Runner {
                     ));
                 }
                 Err(e) => {
+                    st.in_flight = None;
                     transcript.write("model_error", serde_json::json!({ "error": e.to_string() }));
                     return Err((Status::Failed, format!("model error: {e}")));
                 }
             };
-            self.account(def, &response.usage, st, transcript);
+            let produced = !response.text.is_empty() || !response.tool_calls.is_empty();
+            let (usage, estimated) = if response.usage == Usage::default() && produced {
+                let chars = response.text.len()
+                    + response
+                        .tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.raw_arguments.len())
+                        .sum::<usize>();
+                let usage = Usage {
+                    input_tokens: estimate_input(&request),
+                    output_tokens: tokens_of(chars),
+                    ..Usage::default()
+                };
+                (usage, true)
+            } else {
+                (response.usage, false)
+            };
+            if estimated && self.budget.first_estimate(&self.model.provider) {
+                transcript.write(
+                    "usage_estimated",
+                    serde_json::json!({ "provider": self.model.provider }),
+                );
+                self.emit(AgentEvent::UsageEstimated {
+                    agent: def.name.clone(),
+                    provider: self.model.provider.clone(),
+                });
+            }
+            st.tool_calls += response.tool_calls.len() as u32;
+            self.account(def, &usage, estimated, st, transcript);
             transcript.write(
                 "assistant",
                 serde_json::json!({ "text": response.text, "tool_calls": response.tool_calls, "stop": response.stop }),
@@ -406,6 +545,19 @@ impl Runner {
                 tool_calls: response.tool_calls.clone(),
             });
             if response.tool_calls.is_empty() {
+                if response.stop == StopReason::MaxTokens {
+                    let cap = self
+                        .max_tokens
+                        .map_or_else(|| "the provider's".to_owned(), |n| n.to_string());
+                    return Err((
+                        Status::Failed,
+                        format!(
+                            "the answer was cut off at the output cap ({cap} tokens) without a \
+                             tool call or a final answer; the model may be looping (raise \
+                             `max_tokens` in baton.toml if the answer is legitimately long)"
+                        ),
+                    ));
+                }
                 if response.text.trim().is_empty() {
                     return Err((Status::Failed, "the model returned an empty answer".into()));
                 }
@@ -434,6 +586,7 @@ impl Runner {
         &self,
         def: &AgentDef,
         usage: &Usage,
+        estimated: bool,
         st: &mut RunState,
         transcript: &mut Transcript,
     ) {
@@ -441,11 +594,13 @@ impl Runner {
         self.budget.add(spend);
         st.usage.add(usage);
         st.cost += spend.usd;
+        st.usage_estimated |= estimated;
         let record = CallRecord {
             agent: def.name.clone(),
             model: self.model.to_string(),
             usage: *usage,
             cost_usd: spend.usd,
+            estimated,
         };
         transcript.write("usage", &record);
         if let Some(f) = &self.on_call {
@@ -455,6 +610,7 @@ impl Runner {
             agent: def.name.clone(),
             usage: *usage,
             cost_usd: spend.usd,
+            estimated,
         });
     }
 
@@ -528,7 +684,71 @@ impl Runner {
 struct RunState {
     turns: u32,
     usage: Usage,
+    usage_estimated: bool,
     cost: f64,
     summary: String,
     escalation: Option<Escalation>,
+    /// Tool calls the model made, in all turns.
+    tool_calls: u32,
+    /// The model call under way: what has streamed in so far (kept when a timeout or
+    /// cancellation cuts the call off).
+    in_flight: Option<InFlight>,
+}
+
+/// What one model call has streamed so far.
+#[derive(Debug, Default)]
+struct InFlight {
+    /// Answer text so far.
+    text: String,
+    /// Characters of text and tool arguments so far.
+    chars: usize,
+    /// Usage the provider reported so far.
+    known: Option<Usage>,
+    /// The request's size in tokens, estimated.
+    input_estimate: u64,
+    /// Output tokens at the last progress event.
+    reported: u64,
+}
+
+impl InFlight {
+    /// The call's usage so far: the provider's, with output at least what the text suggests;
+    /// the input estimated when the provider said nothing yet.
+    fn estimate(&self) -> Usage {
+        let mut usage = self.known.unwrap_or(Usage {
+            input_tokens: self.input_estimate,
+            ..Usage::default()
+        });
+        usage.output_tokens = usage.output_tokens.max(tokens_of(self.chars));
+        usage
+    }
+}
+
+/// Tokens of `chars` characters of text, estimated.
+fn tokens_of(chars: usize) -> u64 {
+    chars.div_ceil(CHARS_PER_TOKEN) as u64
+}
+
+/// The tokens a request sends, estimated from its text: system prompt, messages, tool schemas.
+fn estimate_input(request: &ChatRequest) -> u64 {
+    let messages: usize = request
+        .messages
+        .iter()
+        .map(|m| match m {
+            Message::User { text } => text.len(),
+            Message::Assistant { text, tool_calls } => {
+                text.len()
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.raw_arguments.len())
+                        .sum::<usize>()
+            }
+            Message::ToolResult { content, name, .. } => content.len() + name.len(),
+        })
+        .sum();
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+        .sum();
+    tokens_of(request.system.len() + messages + tools)
 }

@@ -113,6 +113,27 @@ pub enum Command {
         after_help = "Examples:\n  baton log\n  baton log --key 1-2-login\n  baton log --json --limit 20"
     )]
     Log(LogArgs),
+
+    /// Check providers (reachable, usage, tool calls), git, tests, the sprint file and config.
+    #[command(
+        after_help = "Examples:\n  baton doctor\n  baton doctor --offline     # no network probes\n  \
+        baton doctor --json\n\n\
+        For each provider the agents use or baton.toml declares it lists the models, asks for a \
+        short answer (does the server stream usage?) and for one tool call (does it come back?). \
+        Exit 0 when nothing is wrong, 1 with the problems listed."
+    )]
+    Doctor(DoctorArgs),
+}
+
+/// `baton doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Skip the network probes of providers.
+    #[arg(long)]
+    pub offline: bool,
 }
 
 /// `baton init`.

@@ -126,6 +126,20 @@ pub struct RawAgents {
     pub max_turns: Option<u32>,
     /// Timeout of agents that set none, in seconds (default 1800).
     pub timeout_secs: Option<u64>,
+    /// Output cap of one model turn, in tokens, for agents without their own (default 8192; a
+    /// provider's `max_tokens` lowers it).
+    pub max_tokens: Option<u32>,
+    /// `[agents.overrides.NAME]`: settings of one agent.
+    #[serde(default)]
+    pub overrides: BTreeMap<String, RawAgentOverride>,
+}
+
+/// `[agents.overrides.NAME]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAgentOverride {
+    /// Output cap of one model turn of this agent, in tokens.
+    pub max_tokens: Option<u32>,
 }
 
 /// `[team]`.
@@ -220,6 +234,10 @@ pub struct Config {
     pub agent_timeout: Duration,
     /// Parallel agents at once.
     pub concurrency: usize,
+    /// Output cap of agents without their own (`None`: the engine's default).
+    pub agent_max_tokens: Option<u32>,
+    /// Output caps of named agents.
+    pub agent_overrides_max_tokens: BTreeMap<String, u32>,
     /// `[sprint]` as written (the engine's settings are built from it), after the trust rules.
     pub sprint: RawSprint,
     /// Whether the project is trusted (`baton trust`).
@@ -323,6 +341,13 @@ impl Config {
             max_turns: raw.agents.max_turns.unwrap_or(40),
             agent_timeout: Duration::from_secs(raw.agents.timeout_secs.unwrap_or(1800)),
             concurrency: raw.team.concurrency.unwrap_or(4).max(1),
+            agent_max_tokens: raw.agents.max_tokens,
+            agent_overrides_max_tokens: raw
+                .agents
+                .overrides
+                .iter()
+                .filter_map(|(name, o)| Some((name.clone(), o.max_tokens?)))
+                .collect(),
             sprint: raw.sprint,
             trusted: true,
             ignored: Vec::new(),
@@ -425,6 +450,10 @@ pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional. 
 # model = "anthropic/claude-sonnet-4-5"   # replaces every agent's own model
 # max_turns = 40
 # timeout_secs = 1800
+# Output cap of one model turn, in tokens; a provider's `max_tokens` lowers it.
+# max_tokens = 8192
+# [agents.overrides.dev]
+# max_tokens = 16384
 
 [team]
 # concurrency = 4
@@ -443,6 +472,8 @@ pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional. 
 # [providers.ollama]
 # kind = "openai"
 # base_url = "http://localhost:11434/v1"
+# max_tokens = 4096        # output cap of one turn on this provider
+# tool_choice = "auto"     # sent with tools: auto, required or none (OpenAI-compatible only)
 #
 # [providers.anthropic]
 # kind = "anthropic"
@@ -515,5 +546,33 @@ mod tests {
             Path::new("/p/docs/sprint-artifacts/sprint-status.yaml")
         );
         assert!(!c.auto_epic_done);
+    }
+
+    #[test]
+    fn output_caps_are_read_per_agent_and_provider() {
+        let raw = parse(
+            Path::new("baton.toml"),
+            "[agents]\nmax_tokens = 2048\n[agents.overrides.dev]\nmax_tokens = 4096\n\
+             [providers.local]\nkind = \"openai\"\nmax_tokens = 1024\ntool_choice = \"required\"\n",
+        )
+        .unwrap();
+        let c = Config::resolve(Path::new("/p"), raw);
+        assert_eq!(c.agent_max_tokens, Some(2048));
+        assert_eq!(c.agent_overrides_max_tokens.get("dev"), Some(&4096));
+        let local = &c.providers["local"];
+        assert_eq!(local.max_tokens, Some(1024));
+        assert_eq!(
+            local.tool_choice,
+            Some(baton_llm::registry::ToolChoice::Required)
+        );
+        let err = parse(
+            Path::new("baton.toml"),
+            "[agents.overrides.dev]\nmax_tokns = 1\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().starts_with("baton.toml:2: unknown field"),
+            "{err}"
+        );
     }
 }

@@ -49,9 +49,15 @@ fn main() -> ExitCode {
     match commands::run(args) {
         Ok(code) => code.into(),
         Err(err) => {
-            eprintln!("error: {err}");
+            let mut said = err.to_string();
+            eprintln!("error: {said}");
+            // A cause whose text the message above already holds is not repeated.
             for cause in err.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+                let text = cause.to_string();
+                if !said.contains(&text) {
+                    eprintln!("  caused by: {text}");
+                    said.push_str(&text);
+                }
             }
             commands::Code::Error.into()
         }

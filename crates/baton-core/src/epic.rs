@@ -1,7 +1,8 @@
 //! How an epic follows its stories.
 //!
-//! When the first story of an epic leaves `backlog`, the epic goes `in-progress` (BMad's
-//! create-story does the same). When every story is `done`, the epic goes `done` if the project
+//! When the first story of an epic leaves `backlog` for real work, the epic goes `in-progress`
+//! (BMad's create-story does the same); a story parked in `needs-intervention` has not started
+//! anything, so it does not lift its epic. When every story is `done`, the epic goes `done` if the project
 //! allows it (`auto_epic_done`): BMad leaves that step to a human, so teams that want the same
 //! turn it off. An epic is only lowered when a forced story change made its status untrue.
 
@@ -22,7 +23,10 @@ pub fn follow<'a>(
     for s in stories {
         any = true;
         let canonical = s.known().and_then(Status::projection);
-        started |= !matches!(s, StatusValue::Known(Status::Backlog));
+        started |= !matches!(
+            s,
+            StatusValue::Known(Status::Backlog | Status::NeedsIntervention)
+        );
         all_done &= canonical == Some(Status::Done) && s.known() == Some(Status::Done);
     }
     let target = if any && all_done && auto_done {
@@ -91,6 +95,16 @@ mod tests {
         assert_eq!(follow(&v(InProgress), &stories, true, false), None);
         let foreign = [StatusValue::Foreign("awaiting-operator".into())];
         assert_eq!(follow(&v(Backlog), &foreign, true, false), Some(InProgress));
+    }
+
+    #[test]
+    fn a_story_needing_intervention_does_not_start_its_epic() {
+        let stories = [v(NeedsIntervention), v(Backlog)];
+        assert_eq!(follow(&v(Backlog), &stories, true, false), None);
+        // Nor does it lower one that a real start lifted.
+        assert_eq!(follow(&v(InProgress), &stories, true, false), None);
+        let started = [v(NeedsIntervention), v(ReadyForDev)];
+        assert_eq!(follow(&v(Backlog), &started, true, false), Some(InProgress));
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //!
 //! First story sorted by (epic, story, suffix): any `in-progress` → develop; else `review` →
 //! code review; else `ready-for-dev` → develop; else `backlog` → create the story; else an
-//! `optional` retrospective; else everything is done. baton's extended states slot in where their
-//! work belongs; `needs-intervention`, foreign and unknown values are never picked.
+//! `optional` retrospective of an epic whose stories are all done; else everything is done.
+//! baton's extended states slot in where their work belongs; `needs-intervention`, foreign and
+//! unknown values are never picked: [`blocked_stories`] names them and how to put them back.
 
 use crate::key::KeyKind;
 use crate::sprint::{Entry, Sprint};
@@ -32,6 +33,8 @@ pub enum NextAction {
     Retrospective(String),
     /// Nothing left to do.
     AllDone,
+    /// The sprint file holds no story yet (a greenfield project before planning).
+    NothingPlanned,
     /// Work remains but none of it can be picked (needs a human, or foreign statuses).
     Blocked,
 }
@@ -66,17 +69,85 @@ pub fn next_action(sprint: &Sprint) -> NextAction {
         .filter(|e| matches!(e.key.kind(), KeyKind::Retrospective { .. }))
         .collect();
     retros.sort_by_key(|e| e.key.kind().epic());
+    // A retrospective is owed once its epic's stories are all done, not before.
+    let epic_done = |r: &Entry| {
+        r.key.kind().epic().is_some_and(|epic| {
+            let mut of_epic = stories
+                .iter()
+                .filter(|s| s.key.kind().epic() == Some(epic))
+                .peekable();
+            of_epic.peek().is_some() && of_epic.all(|s| s.effective().is_done())
+        })
+    };
     if let Some(r) = retros
         .iter()
-        .find(|e| e.effective() == StatusValue::Known(Status::Optional))
+        .find(|e| e.effective() == StatusValue::Known(Status::Optional) && epic_done(e))
     {
         return NextAction::Retrospective(r.key.as_str().to_owned());
     }
-    if stories.iter().all(|e| e.effective().is_done()) {
+    if stories.is_empty() {
+        NextAction::NothingPlanned
+    } else if stories.iter().all(|e| e.effective().is_done()) {
         NextAction::AllDone
     } else {
         NextAction::Blocked
     }
+}
+
+/// A story no work can be picked for until a human acts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BlockedStory {
+    /// The story.
+    pub key: String,
+    /// Its status (`needs-intervention`, or a value baton does not manage).
+    pub status: String,
+    /// What to set it to so baton picks it up again: the status it was parked from, else
+    /// `backlog`.
+    pub resume: String,
+    /// Whether that move needs `--force` (the file no longer says where the story was).
+    pub force: bool,
+}
+
+impl BlockedStory {
+    /// The command that unblocks it.
+    pub fn command(&self) -> String {
+        format!(
+            "baton set {} {}{}",
+            self.key,
+            self.resume,
+            if self.force { " --force" } else { "" }
+        )
+    }
+}
+
+/// The stories that need a human: `needs-intervention`, foreign and unknown values, in story
+/// order.
+pub fn blocked_stories(sprint: &Sprint) -> Vec<BlockedStory> {
+    let mut stories: Vec<&Entry> = sprint
+        .unique()
+        .filter(|e| matches!(e.key.kind(), KeyKind::Story { .. }))
+        .collect();
+    stories.sort_by_key(|e| e.key.kind().story_order());
+    stories
+        .into_iter()
+        .filter_map(|e| {
+            let effective = e.effective();
+            let (resume, force) = match &effective {
+                StatusValue::Known(Status::NeedsIntervention) => match e.value.known() {
+                    Some(under) if under != Status::NeedsIntervention => (under, false),
+                    _ => (Status::Backlog, true),
+                },
+                StatusValue::Foreign(_) | StatusValue::Unknown(_) => (Status::Backlog, false),
+                StatusValue::Known(_) => return None,
+            };
+            Some(BlockedStory {
+                key: e.key.as_str().to_owned(),
+                status: effective.as_str().to_owned(),
+                resume: resume.as_str().to_owned(),
+                force,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -137,5 +208,38 @@ mod tests {
         assert_eq!(next_action(&s), NextAction::AllDone);
         let s = sprint(&[("1-1-a", "awaiting-operator")]);
         assert_eq!(next_action(&s), NextAction::Blocked);
+    }
+
+    #[test]
+    fn a_retrospective_waits_for_its_epic_and_parked_stories_are_named() {
+        let mut s = sprint(&[
+            ("epic-1", "backlog"),
+            ("1-1-a", "backlog"),
+            ("1-2-b", "needs-intervention"),
+            ("1-3-c", "bogus"),
+            ("epic-1-retrospective", "optional"),
+        ]);
+        // The marker form: the canonical status stays in the file, baton's state in a comment.
+        s.entries[1].extended = Some(Status::NeedsIntervention);
+        let s = Sprint::new(Vec::new(), None, s.entries.clone());
+        assert_eq!(next_action(&s), NextAction::Blocked);
+        let blocked = blocked_stories(&s);
+        let commands: Vec<String> = blocked.iter().map(BlockedStory::command).collect();
+        assert_eq!(
+            commands,
+            vec![
+                "baton set 1-1-a backlog",
+                "baton set 1-2-b backlog --force",
+                "baton set 1-3-c backlog",
+            ]
+        );
+        assert_eq!(blocked[0].status, "needs-intervention");
+        assert_eq!(blocked[2].status, "bogus");
+    }
+
+    #[test]
+    fn a_sprint_without_stories_has_nothing_planned() {
+        let s = sprint(&[("epic-1", "backlog"), ("epic-1-retrospective", "optional")]);
+        assert_eq!(next_action(&s), NextAction::NothingPlanned);
     }
 }

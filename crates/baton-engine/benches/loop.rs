@@ -492,6 +492,8 @@ impl Recorder {
             }
             AgentEvent::Refused { .. } => "refused".to_owned(),
             AgentEvent::Usage { .. } => "usage".to_owned(),
+            AgentEvent::Streaming { .. } => "streaming".to_owned(),
+            AgentEvent::UsageEstimated { .. } => "usage_estimated".to_owned(),
             AgentEvent::BudgetWarning { .. } => "budget_warning".to_owned(),
             AgentEvent::Finished { agent, .. } => format!("agent_finished {agent}"),
         };
@@ -697,6 +699,7 @@ fn child(variant: &str) {
                 cache_read_tokens: c.usage.cache_read_tokens,
                 cache_write_tokens: c.usage.cache_write_tokens,
                 cost_usd: c.cost_usd,
+                estimated: c.estimated,
             });
         }
     }));

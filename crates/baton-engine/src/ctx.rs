@@ -20,6 +20,7 @@ use baton_agent::outcome::{Outcome, Status as AgentStatus};
 use baton_agent::runner::Mode;
 use baton_agent::worker::{Job, Worker};
 use baton_agent::workspace::Workspace;
+use baton_core::actor::Actor;
 use baton_core::dispatch::Stage;
 use baton_core::escalation::{Choice, EscalationKind};
 use baton_core::status::{Status, StatusValue};
@@ -166,6 +167,20 @@ impl RunCtx {
                 *entered.entry(s).or_insert(0u32) += 1;
             }
         }
+        // A move a human made outside any run (`baton set`) after the newest step ended.
+        let last_step_at = steps
+            .last()
+            .map(|s| s.ended_at.as_deref().unwrap_or(&s.started_at))
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+        let moved_by_human_since_last_step = last_step_at.is_some_and(|step_at| {
+            events.iter().any(|e| {
+                e.actor == Actor::Human.as_str()
+                    && e.run_id.is_none()
+                    && e.at
+                        .parse::<jiff::Timestamp>()
+                        .is_ok_and(|moved_at| moved_at > step_at)
+            })
+        });
         let status_reason = events
             .iter()
             .rev()
@@ -210,6 +225,7 @@ impl RunCtx {
                 _ => None,
             },
             cancelled: setup.cancel.is_cancelled(),
+            moved_by_human_since_last_step,
         })
     }
 
@@ -337,12 +353,14 @@ impl StoryCtx {
                 turns: 0,
                 transcript: None,
                 escalation: None,
+                usage_estimated: false,
             },
         };
         if let Ok(mut r) = self.report.lock() {
             r.input_tokens += outcome.usage.total_input();
             r.output_tokens += outcome.usage.output_tokens;
             r.cost_usd += outcome.cost_usd;
+            r.usage_estimated |= outcome.usage_estimated;
         }
         outcome
     }

@@ -130,6 +130,27 @@ pub enum Event {
         output_tokens: u64,
         /// Cost in US dollars.
         cost_usd: f64,
+        /// Estimated from the text: the provider reported no usage.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        estimated: bool,
+    },
+    /// A model answer is streaming in (every 50 tokens or so): for a live line on long calls.
+    Streaming {
+        /// Agent.
+        agent: String,
+        /// Turn from 1.
+        turn: u32,
+        /// Output tokens so far (estimated when the provider has not said).
+        output_tokens: u64,
+        /// Seconds since the call started.
+        elapsed_secs: u64,
+    },
+    /// A provider streams no usage: its token counts, costs and token budgets are estimates.
+    UsageEstimated {
+        /// Agent that noticed.
+        agent: String,
+        /// Provider.
+        provider: String,
     },
     /// The budget's warning line was crossed.
     BudgetWarning {
@@ -176,11 +197,28 @@ impl Event {
                 agent,
                 usage,
                 cost_usd,
+                estimated,
             } => Event::Usage {
                 agent: agent.clone(),
                 input_tokens: usage.total_input(),
                 output_tokens: usage.output_tokens,
                 cost_usd: *cost_usd,
+                estimated: *estimated,
+            },
+            AgentEvent::Streaming {
+                agent,
+                turn,
+                output_tokens,
+                elapsed_secs,
+            } => Event::Streaming {
+                agent: agent.clone(),
+                turn: *turn,
+                output_tokens: *output_tokens,
+                elapsed_secs: *elapsed_secs,
+            },
+            AgentEvent::UsageEstimated { agent, provider } => Event::UsageEstimated {
+                agent: agent.clone(),
+                provider: provider.clone(),
             },
             AgentEvent::BudgetWarning { agent, message } => Event::BudgetWarning {
                 agent: agent.clone(),

@@ -19,6 +19,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
+/// The output cap of one model turn when neither the agent nor the provider sets one: enough
+/// for a tool call writing a sizeable file, small enough that a looping local model stops in
+/// minutes rather than at the call's timeout.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
 /// Why an agent cannot be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
@@ -93,6 +98,10 @@ pub struct Setup {
     pub on_event: Option<EventFn>,
     /// Cost ledger.
     pub on_call: Option<CallFn>,
+    /// Output cap of agents that have none of their own (`None`: [`DEFAULT_MAX_TOKENS`]).
+    pub max_tokens: Option<u32>,
+    /// Output caps of named agents.
+    pub agent_max_tokens: BTreeMap<String, u32>,
     clients: Mutex<HashMap<String, Arc<dyn ModelClient>>>,
 }
 
@@ -132,6 +141,8 @@ impl Setup {
             cancel: CancellationToken::new(),
             on_event: None,
             on_call: None,
+            max_tokens: None,
+            agent_max_tokens: BTreeMap::new(),
             clients: Mutex::new(HashMap::new()),
         }
     }
@@ -166,6 +177,25 @@ impl Setup {
         Ok(client)
     }
 
+    /// The output cap of agent `agent` on `spec`: the smaller of the agent's (its own entry, else
+    /// the agents' default) and the provider's, [`DEFAULT_MAX_TOKENS`] when neither is set.
+    pub fn max_tokens_for(&self, agent: &str, spec: &ModelSpec) -> u32 {
+        let agent_cap = self
+            .agent_max_tokens
+            .get(agent)
+            .copied()
+            .or(self.max_tokens);
+        let provider_cap = registry::resolve_provider(&spec.provider, &self.providers)
+            .ok()
+            .and_then(|p| p.max_tokens);
+        match (agent_cap, provider_cap) {
+            (Some(a), Some(p)) => a.min(p),
+            (Some(n), None) | (None, Some(n)) => n,
+            (None, None) => DEFAULT_MAX_TOKENS,
+        }
+        .max(1)
+    }
+
     /// A runner for agent `name`.
     pub fn runner(&self, name: &str) -> Result<(Runner, AgentDef), SetupError> {
         let def = self.agent(name)?.clone();
@@ -193,6 +223,7 @@ impl Setup {
         }
         let client = self.client(&def.name, &spec)?;
         let price = pricing::price_for(&spec, &self.prices);
+        let max_tokens = self.max_tokens_for(&def.name, &spec);
         let runner = Runner {
             client,
             model: spec,
@@ -212,6 +243,7 @@ impl Setup {
             transcript_dir: self.transcript_dir.clone(),
             default_max_turns: self.max_turns,
             default_timeout: self.timeout,
+            max_tokens: Some(max_tokens),
             on_event: self.on_event.clone(),
             on_call: self.on_call.clone(),
         };

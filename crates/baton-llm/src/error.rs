@@ -23,6 +23,17 @@ pub enum LlmError {
         /// What happened.
         detail: String,
     },
+    /// The provider answered `200 OK` with an empty body: no event, no error. llama-cpp-python's
+    /// server does this when it cannot stream the tool choice it was asked for.
+    #[error(
+        "{provider} answered 200 OK with an empty body (no answer, no error); a server that \
+         cannot stream tool calls does this (llama-cpp-python without `tool_choice`): see \
+         \"Local models\" in docs/providers.md"
+    )]
+    EmptyAnswer {
+        /// Provider name.
+        provider: String,
+    },
     /// The call took longer than its timeout.
     #[error("{provider}: no complete answer within {seconds} s")]
     Timeout {

@@ -12,6 +12,7 @@ pub mod client;
 pub mod error;
 pub mod openai;
 pub mod pricing;
+pub mod probe;
 pub mod registry;
 pub mod retry;
 pub mod script;

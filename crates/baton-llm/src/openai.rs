@@ -9,6 +9,7 @@
 
 use crate::client::{BoxFuture, ModelClient, StreamSink};
 use crate::error::LlmError;
+use crate::registry::ToolChoice;
 use crate::retry::{Endpoint, HttpCall, RetryPolicy, emit};
 use crate::retry::{Failure, Flow, StreamDecoder};
 use crate::sse::SseEvent;
@@ -21,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 #[derive(Debug)]
 pub struct OpenAiClient {
     ep: Endpoint,
+    tool_choice: Option<ToolChoice>,
 }
 
 impl OpenAiClient {
@@ -33,12 +35,19 @@ impl OpenAiClient {
     ) -> Result<OpenAiClient, LlmError> {
         Ok(OpenAiClient {
             ep: Endpoint::new(name.into(), base_url.into(), api_key)?,
+            tool_choice: None,
         })
     }
 
     /// Replaces the retry policy (attempts, backoff, timeout).
     pub fn with_retry_policy(mut self, policy: RetryPolicy) -> OpenAiClient {
         self.ep.policy = policy;
+        self
+    }
+
+    /// Sends `tool_choice` with every request that offers tools (`None`: the server's default).
+    pub fn with_tool_choice(mut self, choice: Option<ToolChoice>) -> OpenAiClient {
+        self.tool_choice = choice;
         self
     }
 
@@ -64,7 +73,12 @@ impl ModelClient for OpenAiClient {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         Box::pin(async move {
-            let body = request_body(request);
+            let mut body = request_body(request);
+            if let (Some(choice), false) = (self.tool_choice, request.tools.is_empty())
+                && let Some(map) = body.as_object_mut()
+            {
+                map.insert("tool_choice".into(), choice.as_str().into());
+            }
             let call = HttpCall {
                 provider: &self.ep.name,
                 policy: &self.ep.policy,

@@ -59,6 +59,38 @@ pub struct ProviderConfig {
     /// `.baton/scripts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script_dir: Option<PathBuf>,
+    /// Output cap of one model turn, in tokens (sent as `max_tokens`). When an agent sets its
+    /// own cap too, the smaller one applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// OpenAI-compatible only: the `tool_choice` sent with tools (`auto`, `required`, `none`);
+    /// unset sends none (the server's default, `auto` on most). llama-cpp-python's server
+    /// ignores `tools` unless it is sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+}
+
+/// The `tool_choice` an OpenAI-compatible provider is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolChoice {
+    /// The model decides whether to call a tool.
+    Auto,
+    /// The model must call a tool every turn.
+    Required,
+    /// The model must not call tools.
+    None,
+}
+
+impl ToolChoice {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+            ToolChoice::None => "none",
+        }
+    }
 }
 
 impl ProviderConfig {
@@ -72,6 +104,8 @@ impl ProviderConfig {
             max_retries: None,
             max_answer_bytes: None,
             script_dir: None,
+            max_tokens: None,
+            tool_choice: None,
         }
     }
 
@@ -107,6 +141,8 @@ impl ProviderConfig {
             self.max_retries = self.max_retries.or(base.max_retries);
             self.max_answer_bytes = self.max_answer_bytes.or(base.max_answer_bytes);
             self.script_dir = self.script_dir.or_else(|| base.script_dir.clone());
+            self.max_tokens = self.max_tokens.or(base.max_tokens);
+            self.tool_choice = self.tool_choice.or(base.tool_choice);
         }
         self
     }
@@ -222,7 +258,11 @@ pub fn build_client(
     Ok(match config.kind {
         ProviderKind::OpenAi => {
             let url = config.base_url.as_deref().unwrap_or(OPENAI_BASE_URL);
-            Arc::new(OpenAiClient::new(name, url, api_key)?.with_retry_policy(policy))
+            Arc::new(
+                OpenAiClient::new(name, url, api_key)?
+                    .with_retry_policy(policy)
+                    .with_tool_choice(config.tool_choice),
+            )
         }
         ProviderKind::Anthropic => {
             let url = config.base_url.as_deref().unwrap_or(ANTHROPIC_BASE_URL);

@@ -422,6 +422,13 @@ where
         loop {
             let chunk = match response.chunk().await {
                 Ok(Some(chunk)) => chunk,
+                // A 200 with nothing in it is the server's answer, not a dropped connection:
+                // retrying gets the same.
+                Ok(None) if received == 0 => {
+                    return Err(Failure::Fatal(LlmError::EmptyAnswer {
+                        provider: provider.to_owned(),
+                    }));
+                }
                 Ok(None) => return Ok(false),
                 Err(e) => {
                     return Err(Failure::dropped(

@@ -9,6 +9,7 @@
 //! The server is plain tokio (no HTTP framework) to keep the dev-dependency tree small.
 
 pub mod anthropic_stream;
+pub mod captures;
 pub mod openai_stream;
 mod server;
 

@@ -186,6 +186,15 @@ impl Toolbox {
         self.tools.values().map(|t| t.spec()).collect()
     }
 
+    /// The names of the tools that write, in name order.
+    pub fn writing_names(&self) -> Vec<String> {
+        self.tools
+            .iter()
+            .filter(|(_, t)| t.writes())
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
     /// Removes every writing tool (for read-only agents).
     pub fn read_only(mut self) -> Toolbox {
         self.tools.retain(|_, t| !t.writes());

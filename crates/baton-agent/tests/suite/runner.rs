@@ -54,6 +54,7 @@ fn runner(root: &Path, script: &str, def: &AgentDef) -> Runner {
         transcript_dir: Some(root.join(".baton/runs/test")),
         default_max_turns: 40,
         default_timeout: Duration::from_secs(60),
+        max_tokens: None,
         on_event: None,
         on_call: None,
     }

@@ -4,7 +4,7 @@
 use baton_agent::definition::{self, AgentDef, Source};
 use baton_agent::guard::GuardChain;
 use baton_agent::outcome::Status;
-use baton_agent::runner::{Budget, Mode, Runner};
+use baton_agent::runner::{AgentEvent, Budget, CallRecord, Mode, Runner};
 use baton_agent::sandbox::Sandbox;
 use baton_agent::tools::{CommandPolicy, ToolContext, Toolbox};
 use baton_agent::workspace::Workspace;
@@ -12,8 +12,10 @@ use baton_core::budget::BudgetLimits;
 use baton_llm::anthropic::AnthropicClient;
 use baton_llm::openai::OpenAiClient;
 use baton_llm::pricing::Price;
+use baton_llm::registry::ToolChoice;
 use baton_llm::{ModelClient, ModelSpec};
-use baton_test_support::{MockServer, anthropic_stream, openai_stream};
+use baton_test_support::{MockResponse, MockServer, anthropic_stream, captures, openai_stream};
+use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +54,7 @@ fn runner(
         transcript_dir: None,
         default_max_turns: 10,
         default_timeout: Duration::from_secs(60),
+        max_tokens: None,
         on_event: None,
         on_call: None,
     }
@@ -181,4 +184,236 @@ async fn a_hard_budget_crossed_mid_stream_aborts_and_cancels() {
         out.summary
     );
     assert!(!out.summary.contains("word399"));
+}
+
+/// What a runner reported, shared with the test.
+type Log<T> = Arc<std::sync::Mutex<Vec<T>>>;
+
+fn events_and_calls(r: &mut Runner) -> (Log<AgentEvent>, Log<CallRecord>) {
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let e = events.clone();
+    r.on_event = Some(Arc::new(move |ev: &AgentEvent| {
+        e.lock().unwrap().push(ev.clone())
+    }));
+    let c = calls.clone();
+    r.on_call = Some(Arc::new(move |rec: &CallRecord| {
+        c.lock().unwrap().push(rec.clone())
+    }));
+    (events, calls)
+}
+
+fn local(server: &MockServer) -> Arc<dyn ModelClient> {
+    Arc::new(OpenAiClient::new("pyserver", server.url(), None).unwrap())
+}
+
+#[tokio::test]
+async fn a_stream_without_usage_is_estimated_flagged_and_warned_once_per_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    server.enqueue(captures::replay(captures::PYSERVER_PLAIN));
+    server.enqueue(captures::replay(captures::PYSERVER_PLAIN));
+    let budget = Arc::new(Budget::new(BudgetLimits::default()));
+    let mut outs = Vec::new();
+    let mut all_events = Vec::new();
+    let mut all_calls = Vec::new();
+    for _ in 0..2 {
+        let mut r = runner(
+            dir.path(),
+            local(&server),
+            "pyserver/smollm2",
+            BudgetLimits::default(),
+            None,
+        );
+        r.budget = budget.clone();
+        let (events, calls) = events_and_calls(&mut r);
+        outs.push(r.run(&scout(), "say hi").await);
+        all_events.extend(events.lock().unwrap().clone());
+        all_calls.extend(calls.lock().unwrap().clone());
+    }
+    for out in &outs {
+        assert_eq!(out.status, Status::Completed, "{out:?}");
+        assert_eq!(out.summary, "\u{1f609}\n");
+        assert!(out.usage_estimated, "{out:?}");
+        assert!(out.usage.input_tokens > 0, "the prompt is estimated too");
+        assert!(out.usage.output_tokens >= 1);
+    }
+    assert_eq!(all_calls.len(), 2);
+    assert!(all_calls.iter().all(|c| c.estimated));
+    let warnings = all_events
+        .iter()
+        .filter(
+            |e| matches!(e, AgentEvent::UsageEstimated { provider, .. } if provider == "pyserver"),
+        )
+        .count();
+    assert_eq!(warnings, 1, "{all_events:?}");
+    // The budget counted the estimate: token limits can trigger.
+    assert_eq!(
+        budget.spent().output_tokens,
+        outs[0].usage.output_tokens * 2
+    );
+}
+
+#[tokio::test]
+async fn a_stream_with_usage_is_not_estimated() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    server.enqueue(captures::replay(captures::CPPSERVER_TOOLS_AUTO));
+    let out = runner(
+        dir.path(),
+        local(&server),
+        "llamacpp/q",
+        BudgetLimits::default(),
+        None,
+    )
+    .run(&scout(), "weather?")
+    .await;
+    assert_eq!(out.status, Status::Completed, "{out:?}");
+    assert!(!out.usage_estimated);
+    assert_eq!((out.usage.input_tokens, out.usage.output_tokens), (175, 29));
+}
+
+#[tokio::test]
+async fn an_empty_200_is_its_own_error_and_not_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    server.enqueue(captures::empty_200());
+    server.enqueue(captures::empty_200());
+    let out = runner(
+        dir.path(),
+        local(&server),
+        "pyserver/m",
+        BudgetLimits::default(),
+        None,
+    )
+    .run(&scout(), "weather?")
+    .await;
+    assert_eq!(out.status, Status::Failed, "{out:?}");
+    let reason = out.reason.unwrap_or_default();
+    assert!(reason.contains("200 OK with an empty body"), "{reason}");
+    assert!(!reason.contains("connection failed"), "{reason}");
+    assert_eq!(server.requests().len(), 1, "an empty answer is not retried");
+}
+
+#[tokio::test]
+async fn a_looping_model_stops_at_the_output_cap_with_its_partial_text_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    let mut events: Vec<String> = (0..60)
+        .map(|_| openai_stream::chunk(json!({"content": "again and "}), None))
+        .collect();
+    events.push(openai_stream::chunk(json!({}), Some("length")));
+    events.push(openai_stream::done());
+    server.enqueue(MockResponse::sse_events(events));
+    let mut r = runner(
+        dir.path(),
+        local(&server),
+        "pyserver/m",
+        BudgetLimits::default(),
+        None,
+    );
+    r.max_tokens = Some(150);
+    let (events, _) = events_and_calls(&mut r);
+    let out = r.run(&scout(), "loop").await;
+    assert_eq!(server.requests()[0].body["max_tokens"], 150);
+    assert_eq!(out.status, Status::Failed, "{out:?}");
+    let reason = out.reason.clone().unwrap_or_default();
+    assert!(reason.contains("output cap (150 tokens)"), "{reason}");
+    assert!(out.summary.starts_with("again and again"), "{out:?}");
+    assert_eq!(out.summary.len(), 600);
+    assert!(out.usage_estimated && out.usage.output_tokens == 150);
+    // Progress was reported while the answer streamed.
+    let progress: Vec<u64> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::Streaming { output_tokens, .. } => Some(*output_tokens),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress, vec![50, 100, 150]);
+}
+
+#[tokio::test]
+async fn cancellation_mid_stream_keeps_the_partial_text_and_its_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    let events: Vec<String> = (0..30)
+        .map(|_| openai_stream::chunk(json!({"content": "0123456789"}), None))
+        .collect();
+    server.enqueue(MockResponse::sse_events(events).trickle(20, ": waiting\n\n"));
+    let mut r = runner(
+        dir.path(),
+        local(&server),
+        "pyserver/m",
+        BudgetLimits::default(),
+        None,
+    );
+    let cancel = r.ctx.cancel.clone();
+    r.on_event = Some(Arc::new(move |e: &AgentEvent| {
+        if let AgentEvent::Streaming { output_tokens, .. } = e
+            && *output_tokens >= 50
+        {
+            cancel.cancel();
+        }
+    }));
+    let out = r.run(&scout(), "count").await;
+    assert_eq!(out.status, Status::Cancelled, "{out:?}");
+    assert!(out.summary.starts_with("0123456789"), "{out:?}");
+    assert!(out.usage.output_tokens >= 50, "{out:?}");
+    assert!(out.usage_estimated);
+}
+
+#[tokio::test]
+async fn a_timeout_mid_stream_keeps_the_partial_text_and_its_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    let events = vec![openai_stream::chunk(
+        json!({"content": "thinking about it"}),
+        None,
+    )];
+    server.enqueue(MockResponse::sse_events(events).trickle(20, ": waiting\n\n"));
+    let mut r = runner(
+        dir.path(),
+        local(&server),
+        "pyserver/m",
+        BudgetLimits::default(),
+        None,
+    );
+    r.default_timeout = Duration::from_secs(1);
+    let out = r.run(&scout(), "think").await;
+    assert_eq!(out.status, Status::TimedOut, "{out:?}");
+    assert_eq!(out.summary, "thinking about it");
+    assert!(
+        out.usage.output_tokens > 0 && out.usage_estimated,
+        "{out:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_agent_that_needs_tools_and_calls_none_fails_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    server.enqueue(captures::replay(captures::CPPSERVER_TOOLS_AUTO));
+    let client = OpenAiClient::new("llamacpp", server.url(), None)
+        .unwrap()
+        .with_tool_choice(Some(ToolChoice::Required));
+    let mut r = runner(
+        dir.path(),
+        Arc::new(client),
+        "llamacpp/q",
+        BudgetLimits::default(),
+        None,
+    );
+    r.tools = Toolbox::standard()
+        .select(&["read_file".into(), "write_file".into()])
+        .unwrap();
+    r.guards = GuardChain::standard(false);
+    let out = r.run(&scout(), "write the weather to w.txt").await;
+    assert_eq!(server.requests()[0].body["tool_choice"], "required");
+    assert_eq!(out.status, Status::Failed, "{out:?}");
+    let reason = out.reason.unwrap_or_default();
+    assert!(reason.contains("made no tool call"), "{reason}");
+    assert!(reason.contains("write_file"), "{reason}");
 }

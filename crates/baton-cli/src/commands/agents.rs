@@ -25,9 +25,14 @@ pub fn run(root: &Path, args: &AgentsArgs) -> Result<Code> {
     if let Err(e) = crate::config::Config::load(root) {
         errors.push(e.to_string());
     }
+    // `[agents] model` runs every agent on one model: show the model that will run.
+    let model_override = crate::project::config(root)
+        .ok()
+        .and_then(|cfg| cfg.agent_model);
     if args.json {
         let out = serde_json::json!({
             "agents": found.agents.values().collect::<Vec<_>>(),
+            "model_override": model_override,
             "notices": found.notices,
             "errors": errors,
         });
@@ -41,12 +46,20 @@ pub fn run(root: &Path, args: &AgentsArgs) -> Result<Code> {
         table.add_row(vec![
             a.name.clone(),
             a.role.clone(),
-            a.model.clone(),
+            match &model_override {
+                Some(m) if *m != a.model => format!("{m} (own: {})", a.model),
+                _ => a.model.clone(),
+            },
             a.tools.join(", "),
             a.source.to_string(),
         ]);
     }
     println!("{table}");
+    if let Some(m) = &model_override {
+        println!(
+            "every agent runs on {m} (`[agents] model` in baton.toml; `--model` on `baton team` and `baton sprint` overrides it)"
+        );
+    }
     for n in &found.notices {
         eprintln!("note: {n}");
     }

@@ -2,6 +2,7 @@
 
 mod agents;
 mod demo;
+mod doctor;
 mod init;
 mod log;
 mod set;
@@ -40,6 +41,7 @@ pub fn run(cli: Cli) -> Result<Code> {
         Command::Status(args) => status::run(&root, &args),
         Command::Set(args) => set::run(&root, &args),
         Command::Log(args) => log::run(&root, &args),
+        Command::Doctor(args) => doctor::run(&root, &args),
         Command::Agents(args) => agents::run(&root, &args),
         Command::Trust(args) => agents::trust(&root, &args),
         Command::Team(args) => team::run(&root, &args),

@@ -116,7 +116,10 @@ fn print_event(e: &Event) {
             };
             eprintln!("[{key}] tests {what}");
         }
-        Event::Commit { key, message } => eprintln!("[{key}] commit: {message}"),
+        Event::Commit { key, message } if key == "-" => {
+            eprintln!("committed baton's own changes: {message}")
+        }
+        Event::Commit { key, message } => eprintln!("[{key}] committed: {message}"),
         Event::CommitFailed {
             key,
             message,
@@ -157,8 +160,30 @@ fn print_event(e: &Event) {
             eprintln!("[{agent}] budget warning: {message}")
         }
         Event::AgentFinished { agent, status } => eprintln!("[{agent}] {status}"),
-        Event::Usage { .. } => {}
+        Event::UsageEstimated { agent, provider } => {
+            eprintln!("[{agent}] warning: {}", estimated_warning(provider))
+        }
+        // Without a live line, a long answer shows a line every thousand tokens or so.
+        Event::Streaming {
+            agent,
+            turn,
+            output_tokens,
+            elapsed_secs,
+        } if output_tokens % 1000 < baton_agent::runner::PROGRESS_EVERY_TOKENS => eprintln!(
+            "[{agent}] turn {turn}: answering, {output_tokens} tokens in {}:{:02}",
+            elapsed_secs / 60,
+            elapsed_secs % 60
+        ),
+        Event::Usage { .. } | Event::Streaming { .. } => {}
     }
+}
+
+/// The one-time warning for a provider that streams no usage.
+pub fn estimated_warning(provider: &str) -> String {
+    format!(
+        "provider `{provider}` streams no token usage: its token counts, costs and token \
+         budgets are estimated from the text (about 4 characters a token)"
+    )
 }
 
 /// A live status line per story in a terminal: stage, round, tokens, cost, elapsed. Events
@@ -171,6 +196,8 @@ struct Live {
     tokens: u64,
     cost: f64,
     started: Option<std::time::Instant>,
+    /// The answer streaming in: (turn, output tokens so far, seconds since the call started).
+    streaming: Option<(u32, u64, u64)>,
 }
 
 impl Live {
@@ -201,6 +228,16 @@ impl Live {
             } => {
                 self.tokens += input_tokens + output_tokens;
                 self.cost += cost_usd;
+                self.streaming = None;
+                false
+            }
+            Event::Streaming {
+                turn,
+                output_tokens,
+                elapsed_secs,
+                ..
+            } => {
+                self.streaming = Some((*turn, *output_tokens, *elapsed_secs));
                 false
             }
             Event::ToolCall { tool, .. } => {
@@ -210,8 +247,11 @@ impl Live {
                 );
                 false
             }
+            Event::Turn { .. } => {
+                self.streaming = None;
+                false
+            }
             Event::AgentStarted { .. }
-            | Event::Turn { .. }
             | Event::Refused { .. }
             | Event::BudgetWarning { .. }
             | Event::AgentFinished { .. } => false,
@@ -227,9 +267,19 @@ impl Live {
         }
         if !self.key.is_empty() && !matches!(e, Event::StoryFinished { .. }) {
             let secs = self.started.map_or(0, |s| s.elapsed().as_secs());
+            let answering = self
+                .streaming
+                .map(|(turn, tokens, call_secs)| {
+                    format!(
+                        " · turn {turn}: answering, {tokens} tokens in {}:{:02}",
+                        call_secs / 60,
+                        call_secs % 60
+                    )
+                })
+                .unwrap_or_default();
             let _ = write!(
                 err,
-                "[{}] {} · round {} · {} tokens · ${:.4} · {}:{:02}",
+                "[{}] {} · round {} · {} tokens · ${:.4} · {}:{:02}{answering}",
                 self.key,
                 self.stage,
                 self.round.max(1),

@@ -4,7 +4,7 @@ use crate::cli::StatusArgs;
 use crate::commands::Code;
 use anyhow::Result;
 use baton_core::key::KeyKind;
-use baton_core::next::{NextAction, next_action};
+use baton_core::next::{BlockedStory, NextAction, blocked_stories, next_action};
 use baton_core::status::Status;
 use baton_core::status::StatusValue;
 use baton_core::validate::{self, Options, Problem, ProblemKind, Severity};
@@ -43,7 +43,16 @@ struct Board {
     entries: Vec<Row>,
     counts: BTreeMap<&'static str, BTreeMap<String, usize>>,
     next: NextAction,
+    /// Stories that need a human, with the command that puts each back.
+    blocked: Vec<BlockedView>,
     problems: Vec<Problem>,
+}
+
+#[derive(Debug, Serialize)]
+struct BlockedView {
+    #[serde(flatten)]
+    story: BlockedStory,
+    command: String,
 }
 
 fn syntax_problem(err: &LoadError) -> Problem {
@@ -202,6 +211,13 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
         entries: rows,
         counts,
         next: next_action(sprint),
+        blocked: blocked_stories(sprint)
+            .into_iter()
+            .map(|story| BlockedView {
+                command: story.command(),
+                story,
+            })
+            .collect(),
         problems,
     };
     if args.json {
@@ -323,11 +339,30 @@ fn print_board(board: &Board) {
         NextAction::CreateStory(k) => format!("create the story file of `{k}`"),
         NextAction::Retrospective(k) => format!("hold the retrospective `{k}`"),
         NextAction::AllDone => "everything is done".to_owned(),
-        NextAction::Blocked => {
-            "nothing can be picked: stories need a human or belong to another tool".to_owned()
-        }
+        NextAction::NothingPlanned => "nothing is planned yet: add epics and stories to the \
+            sprint file (BMad's sprint-planning workflow writes them; `baton plan` will), then \
+            `baton sprint`"
+            .to_owned(),
+        NextAction::Blocked => format!(
+            "nothing can be picked: {} {} a human (below)",
+            super::team::plural(board.blocked.len() as u64, "story", "stories"),
+            if board.blocked.len() == 1 {
+                "needs"
+            } else {
+                "need"
+            }
+        ),
     };
     println!("next: {next}");
+    if !board.blocked.is_empty() {
+        println!(
+            "blocked: look at each story's transcripts (.baton/runs/) and `baton escalations --all`, \
+             then put it back and run `baton sprint`:"
+        );
+        for b in &board.blocked {
+            println!("  {} ({}): {}", b.story.key, b.story.status, b.command);
+        }
+    }
     let errors = board
         .problems
         .iter()

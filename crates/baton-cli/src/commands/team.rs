@@ -4,7 +4,7 @@ use crate::cli::TeamArgs;
 use crate::commands::Code;
 use anyhow::{Context, Result, bail};
 use baton_agent::outcome::Status;
-use baton_agent::runner::{AgentEvent, Budget, Mode};
+use baton_agent::runner::{AgentEvent, Budget, Mode, PROGRESS_EVERY_TOKENS};
 use baton_agent::sandbox::Sandbox;
 use baton_engine::setup::Setup;
 use baton_engine::team::{self, Dispatch, TeamReport};
@@ -167,8 +167,27 @@ pub fn progress(e: &AgentEvent) {
             eprintln!("[{agent}] budget warning: {message}")
         }
         AgentEvent::Finished { agent, status } => eprintln!("[{agent}] {}", status.as_str()),
-        AgentEvent::Usage { .. } => {}
+        AgentEvent::UsageEstimated { agent, provider } => eprintln!(
+            "[{agent}] warning: {}",
+            super::sprint::estimated_warning(provider)
+        ),
+        AgentEvent::Streaming {
+            agent,
+            turn,
+            output_tokens,
+            elapsed_secs,
+        } if output_tokens % 1000 < PROGRESS_EVERY_TOKENS => eprintln!(
+            "[{agent}] turn {turn}: answering, {output_tokens} tokens in {}:{:02}",
+            elapsed_secs / 60,
+            elapsed_secs % 60
+        ),
+        AgentEvent::Usage { .. } | AgentEvent::Streaming { .. } => {}
     }
+}
+
+/// `1 turn`, `2 turns`.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn print_report(report: &TeamReport, run_id: &str) {
@@ -188,10 +207,15 @@ fn print_report(report: &TeamReport, run_id: &str) {
             println!("{}", o.summary.trim());
         }
         println!(
-            "   {} turns, {} in / {} out tokens, ${:.4}{}",
-            o.turns,
+            "   {}, {} in / {} out tokens{}, ${:.4}{}",
+            plural(u64::from(o.turns), "turn", "turns"),
             o.usage.total_input(),
             o.usage.output_tokens,
+            if o.usage_estimated {
+                " (estimated)"
+            } else {
+                ""
+            },
             o.cost_usd,
             if o.files_changed.is_empty() {
                 String::new()
@@ -245,6 +269,8 @@ pub fn build_setup(
     setup.transcript_dir = Some(cfg.runs_dir().join(run_id));
     setup.max_turns = cfg.max_turns;
     setup.timeout = cfg.agent_timeout;
+    setup.max_tokens = cfg.agent_max_tokens;
+    setup.agent_max_tokens = cfg.agent_overrides_max_tokens.clone();
     let ledger_run = run_id.to_owned();
     setup.on_call = Some(Arc::new(move |c| {
         if let Ok(mut j) = journal.lock() {
@@ -258,6 +284,7 @@ pub fn build_setup(
                 cache_read_tokens: c.usage.cache_read_tokens,
                 cache_write_tokens: c.usage.cache_write_tokens,
                 cost_usd: c.cost_usd,
+                estimated: c.estimated,
             });
         }
     }));

@@ -5,6 +5,7 @@ mod common;
 mod concurrency;
 mod crash;
 mod demo;
+mod first_hour;
 mod hand_edits;
 mod hardening;
 mod init;

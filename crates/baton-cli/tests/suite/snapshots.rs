@@ -19,7 +19,7 @@ const STORIES: &str = "_bmad-output/implementation-artifacts";
 const KEY: &str = "1-1-alpha";
 
 /// Every command with its own `--help`.
-const COMMANDS: [&str; 11] = [
+const COMMANDS: [&str; 12] = [
     "demo",
     "init",
     "status",
@@ -31,6 +31,7 @@ const COMMANDS: [&str; 11] = [
     "escalations",
     "answer",
     "log",
+    "doctor",
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -549,4 +550,161 @@ fn sprint_stopped_by_the_budget() {
         &script,
     );
     snap("sprint_stopped_budget", &p, &["sprint", "--yolo"]).expect_code(4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// `baton doctor` against the loopback mock server.
+
+/// A committed project whose agents all use `local/tiny`, served at `url`.
+fn doctor_project(url: &str, provider_extra: &str) -> Project {
+    let p = Project::with_sprint(&board());
+    p.write(
+        "baton.toml",
+        &format!(
+            "[agents]\nmodel = \"local/tiny\"\n\n[sprint]\ntest_command = [\"cargo\", \"test\"]\n\n\
+             [providers.local]\nkind = \"openai\"\nbase_url = \"{url}/v1\"\n{provider_extra}"
+        ),
+    );
+    git_init(&p);
+    // A provider a project declares applies only once the project is trusted.
+    run(&p, &["trust"]).expect_code(0);
+    p
+}
+
+/// Runs `baton doctor ARGS` while `server` answers, and checks the snapshot with the server's
+/// address filtered.
+fn doctor_snap(
+    name: &str,
+    p: &Project,
+    server: &baton_test_support::MockServer,
+    args: &[&str],
+) -> Run {
+    let r = run(p, args);
+    let text = render(&r).replace(&server.url(), "http://[MOCK]");
+    check(name, p, &text);
+    r
+}
+
+fn models_list() -> baton_test_support::MockResponse {
+    baton_test_support::MockResponse::json(
+        200,
+        &json!({"object": "list", "data": [{"id": "tiny", "object": "model"}, {"id": "other", "object": "model"}]}),
+    )
+}
+
+fn usage() -> Option<baton_test_support::openai_stream::Usage> {
+    Some(baton_test_support::openai_stream::Usage {
+        prompt_tokens: 20,
+        completion_tokens: 2,
+        cached_tokens: 0,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_with_a_provider_whose_tool_calls_work() {
+    use baton_test_support::{MockServer, openai_stream};
+    let server = MockServer::start().await;
+    server.enqueue(models_list());
+    server.enqueue(openai_stream::text(&["OK"], usage()));
+    server.enqueue(openai_stream::tool_calls(
+        "",
+        &[("call_1", "ping", r#"{"word":"hello"}"#)],
+        4,
+        usage(),
+    ));
+    let p = doctor_project(&server.url(), "max_tokens = 2048\n");
+    let r =
+        tokio::task::block_in_place(|| doctor_snap("doctor_tools_ok", &p, &server, &["doctor"]));
+    r.expect_code(0);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0].method, "GET");
+    assert_eq!(requests[2].body["tools"][0]["function"]["name"], "ping");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_with_a_provider_that_drops_tools() {
+    use baton_test_support::{MockServer, captures};
+    let server = MockServer::start().await;
+    server.enqueue(models_list());
+    server.enqueue(captures::replay(captures::CPPSERVER_TOOLS_AUTO));
+    server.enqueue(captures::replay(captures::CPPSERVER_TOOLS_AUTO));
+    let p = doctor_project(&server.url(), "");
+    tokio::task::block_in_place(|| doctor_snap("doctor_tools_dropped", &p, &server, &["doctor"]))
+        .expect_code(1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_with_a_provider_that_streams_no_usage() {
+    use baton_test_support::{MockServer, captures};
+    let server = MockServer::start().await;
+    server.enqueue(models_list());
+    server.enqueue(captures::replay(captures::PYSERVER_PLAIN));
+    server.enqueue(captures::replay(captures::PYSERVER_TOOLS_FORCED));
+    let p = doctor_project(&server.url(), "tool_choice = \"required\"\n");
+    let r = tokio::task::block_in_place(|| {
+        doctor_snap("doctor_no_usage_json", &p, &server, &["doctor", "--json"])
+    })
+    .expect_code(0);
+    let report = super::common::parse_json(&r);
+    assert_eq!(report["providers"][0]["streams_usage"], false);
+    assert_eq!(report["providers"][0]["tools"], "ok");
+    assert_eq!(server.requests()[2].body["tool_choice"], "required");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_with_an_empty_200_names_it() {
+    use baton_test_support::{MockServer, captures};
+    let server = MockServer::start().await;
+    server.enqueue(models_list());
+    server.enqueue(captures::replay(captures::PYSERVER_PLAIN));
+    server.enqueue(captures::empty_200());
+    let p = doctor_project(&server.url(), "");
+    tokio::task::block_in_place(|| doctor_snap("doctor_empty_200", &p, &server, &["doctor"]))
+        .expect_code(1);
+}
+
+#[test]
+fn doctor_with_an_unreachable_provider_and_offline() {
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let p = doctor_project(&url, "");
+    let filtered = |name: &str, args: &[&str]| {
+        let r = run(&p, args);
+        check(name, &p, &render(&r).replace(&url, "http://[CLOSED]"));
+        r
+    };
+    filtered("doctor_unreachable", &["doctor"]).expect_code(1);
+    filtered("doctor_offline", &["doctor", "--offline"]).expect_code(0);
+}
+
+#[test]
+fn doctor_offline_still_names_a_missing_key_and_warns_of_no_tests() {
+    let p = Project::with_sprint(&board());
+    p.write(
+        "baton.toml",
+        "[agents]\nmodel = \"corp/m\"\n\n[providers.corp]\nkind = \"openai\"\n\
+         base_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"BATON_DOCTOR_KEY_NEVER_SET_4C1\"\n",
+    );
+    git_init(&p);
+    run(&p, &["trust"]).expect_code(0);
+    let mut cmd = command(&p, &["doctor", "--offline"]);
+    cmd.env_remove("BATON_DOCTOR_KEY_NEVER_SET_4C1");
+    let r = run_guarded(cmd, &["doctor", "--offline"]).expect_code(1);
+    assert!(
+        r.stdout
+            .contains("`BATON_DOCTOR_KEY_NEVER_SET_4C1`, which is not set"),
+        "{}",
+        r.describe()
+    );
+    assert!(
+        r.stdout
+            .contains("warnings:\n  - no `[sprint] test_command`"),
+        "{}",
+        r.describe()
+    );
 }

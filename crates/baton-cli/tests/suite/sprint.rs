@@ -191,14 +191,18 @@ pub(super) fn git_init(p: &Project) {
     git(p.root(), &["commit", "-q", "-m", "init"]);
 }
 
-/// Commit subjects, oldest first.
 /// Stage commits, oldest first. The run's own housekeeping commits (`sprint: run … <end>`,
-/// `sprint: work of interrupted run …`) are left out: see `housekeeping`.
+/// `sprint: work of interrupted run …`, `baton: commit its own files …`) are left out: see
+/// `housekeeping`.
 pub(super) fn subjects(p: &Project) -> Vec<String> {
     all_subjects(p)
         .into_iter()
-        .filter(|s| !s.starts_with("sprint: "))
+        .filter(|s| !is_housekeeping(s))
         .collect()
+}
+
+fn is_housekeeping(subject: &str) -> bool {
+    subject.starts_with("sprint: ") || subject.starts_with("baton: ")
 }
 
 /// Every commit subject, oldest first.
@@ -213,7 +217,7 @@ fn all_subjects(p: &Project) -> Vec<String> {
 fn housekeeping(p: &Project) -> Vec<String> {
     all_subjects(p)
         .into_iter()
-        .filter(|s| s.starts_with("sprint: "))
+        .filter(|s| is_housekeeping(s))
         .collect()
 }
 
@@ -1578,10 +1582,14 @@ fn fixed_a_stage_commit_lost_to_a_kill_is_never_made() {
         Vec::<String>::new(),
         "the resume left the stage uncommitted"
     );
-    // The lost stage's changes are committed by the run's closing commit.
+    // The lost stage's changes touch only baton's own files (the sprint and story files): the
+    // run commits them before it starts (the run before it ended, so it is no killed run whose
+    // stage recovery would name).
     let closing = housekeeping(&p);
     assert!(
-        closing.iter().any(|c| c.contains("completed")),
+        closing
+            .iter()
+            .any(|c| c.starts_with("baton: commit its own files")),
         "{:?}",
         all_subjects(&p)
     );
@@ -1803,8 +1811,18 @@ fn adversarial_cases() -> Vec<(&'static str, Script, &'static str)> {
             "has no turn for agent `developer`",
         ),
         (
-            "a scrum master who writes nothing",
+            "a scrum master who calls no tool at all",
             Script::new().turn("scrum-master", "", "The story is ready.", vec![]),
+            "made no tool call although its work needs tools",
+        ),
+        (
+            "a scrum master who reads but writes nothing",
+            Script::new()
+                .raw(json!({
+                    "agent": "scrum-master",
+                    "tool_calls": [call("list_files", json!({ "pattern": "*" }))],
+                }))
+                .raw(json!({ "agent": "scrum-master", "text": "The story is ready." })),
             "finished without writing",
         ),
         (

@@ -230,6 +230,9 @@ pub struct StoryFacts {
     pub budget_exhausted: Option<String>,
     /// Whether the run was cancelled.
     pub cancelled: bool,
+    /// A human moved the story (`baton set`, outside any run) after its newest step ended: that
+    /// step's result is spent, and the story starts afresh from where the human put it.
+    pub moved_by_human_since_last_step: bool,
 }
 
 impl StoryFacts {
@@ -247,6 +250,7 @@ impl StoryFacts {
             rules: Rules::default(),
             budget_exhausted: None,
             cancelled: false,
+            moved_by_human_since_last_step: false,
         }
     }
 

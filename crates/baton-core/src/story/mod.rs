@@ -208,7 +208,9 @@ pub fn decide(f: &StoryFacts) -> Decision {
         m.baseline = m.to == working;
         return Decision::Move(m);
     }
-    if let Some(last) = f.last_step().filter(|s| applies(s, status, &route))
+    if let Some(last) = f
+        .last_step()
+        .filter(|s| !f.moved_by_human_since_last_step && applies(s, status, &route))
         && let Some(d) = settle(f, last, status, &route)
     {
         return d;

@@ -153,6 +153,16 @@ fn created_story_moves_to_ready_or_to_story_review() {
 }
 
 #[test]
+fn a_human_putting_a_story_back_spends_its_failed_step() {
+    // The scrum master failed, the story went to needs-intervention, and a human set it back.
+    let mut f = F::at(Backlog).step(Create, Backlog, StepOutcome::Failed);
+    assert_eq!(move_of(&f.decide()).to, NeedsIntervention);
+    f.0.moved_by_human_since_last_step = true;
+    let p = run_of(&f.decide()).clone();
+    assert_eq!((p.stage, p.round), (Create, 1));
+}
+
+#[test]
 fn create_without_a_story_file_needs_intervention() {
     let mut f = F::at(Backlog).step(Create, Backlog, StepOutcome::Completed);
     f.0.story_file_exists = false;

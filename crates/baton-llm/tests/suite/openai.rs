@@ -302,3 +302,48 @@ async fn an_error_object_in_the_stream_is_a_protocol_error() {
         other => panic!("expected a protocol error, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn captured_llama_cpp_python_streams_decode() {
+    use baton_test_support::captures;
+    let server = MockServer::start().await;
+    server.enqueue(captures::replay(captures::PYSERVER_TOOLS_FORCED));
+    server.enqueue(captures::replay(captures::PYSERVER_PLAIN));
+    let c = client(&server);
+    let (result, events) = run(&*c, &user_request("weather?")).await;
+    let response = result.expect("answer");
+    assert_eq!(response.stop, StopReason::ToolUse);
+    assert_eq!(response.tool_calls.len(), 1, "{response:?}");
+    assert_eq!(response.tool_calls[0].name, "get_weather");
+    assert!(response.tool_calls[0].arguments.is_ok(), "{response:?}");
+    assert_eq!(response.usage, Usage::default(), "no usage is streamed");
+    assert!(!events.iter().any(|e| matches!(e, StreamEvent::Usage(_))));
+    let (result, _) = run(&*c, &user_request("hi")).await;
+    let response = result.expect("answer");
+    assert_eq!(response.text, "\u{1f609}\n");
+    assert_eq!(response.usage, Usage::default());
+}
+
+#[tokio::test]
+async fn an_empty_200_is_its_own_error() {
+    use baton_test_support::captures;
+    let server = MockServer::start().await;
+    server.enqueue(captures::empty_200());
+    let (result, _) = run(&*client(&server), &user_request("weather?")).await;
+    assert!(
+        matches!(result, Err(baton_llm::LlmError::EmptyAnswer { .. })),
+        "{result:?}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn the_tool_probe_accepts_a_forced_call_of_another_tool() {
+    use baton_llm::probe::{ToolProbe, probe_tools};
+    use baton_test_support::captures;
+    let server = MockServer::start().await;
+    server.enqueue(captures::replay(captures::PYSERVER_TOOLS_FORCED));
+    let c = client(&server);
+    let probe = probe_tools(&*c, "tiny").await.expect("answer");
+    assert_eq!(probe, ToolProbe::Ok);
+}

@@ -122,6 +122,10 @@ UPDATE escalations SET answer = CASE answer
 UPDATE escalations SET after_step = COALESCE(
         (SELECT MAX(s.id) FROM steps s WHERE s.key = escalations.key), 0);
 "#,
+    // v3 → v4: whether a cost line was estimated from the text (the provider streamed no usage).
+    r#"
+ALTER TABLE cost_ledger ADD COLUMN estimated INTEGER NOT NULL DEFAULT 0;
+"#,
 ];
 
 /// The schema version this build writes and understands.
@@ -199,7 +203,7 @@ mod tests {
         assert_eq!(user_version(&conn, path).unwrap(), 0);
         assert_eq!(migrate(&mut conn, path).unwrap(), 0);
         assert_eq!(user_version(&conn, path).unwrap(), LATEST);
-        assert_eq!(LATEST, 3);
+        assert_eq!(LATEST, 4);
         let names = tables(&conn);
         for table in ["cost_ledger", "escalations", "events", "runs", "steps"] {
             assert!(

@@ -226,6 +226,8 @@ pub struct CostEntry {
     pub cache_write_tokens: u64,
     /// Cost in US dollars.
     pub cost_usd: f64,
+    /// The tokens (and so the cost) were estimated from the text: the provider reported none.
+    pub estimated: bool,
 }
 
 /// The journal backend.

@@ -668,8 +668,8 @@ impl Journal for SqliteJournal {
             tx.execute(
                 "INSERT INTO cost_ledger
                      (run_id, step_id, at, model, input_tokens, output_tokens,
-                      cache_read_tokens, cache_write_tokens, cost_usd)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                      cache_read_tokens, cache_write_tokens, cost_usd, estimated)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 params![
                     entry.run_id,
                     entry.step_id,
@@ -679,7 +679,8 @@ impl Journal for SqliteJournal {
                     tokens(entry.output_tokens)?,
                     tokens(entry.cache_read_tokens)?,
                     tokens(entry.cache_write_tokens)?,
-                    entry.cost_usd
+                    entry.cost_usd,
+                    entry.estimated
                 ],
             )?;
             Ok(())
@@ -780,6 +781,7 @@ mod tests {
             cache_read_tokens: 30,
             cache_write_tokens: 4,
             cost_usd: usd,
+            estimated: false,
         }
     }
 
@@ -1261,6 +1263,20 @@ mod tests {
             )
             .unwrap();
         assert_eq!(row, ("anthropic/claude".to_owned(), 1, 1000, 200, 30, 4));
+        let estimated = CostEntry {
+            estimated: true,
+            ..cost(Some("r4"), 0.0)
+        };
+        journal.record_cost(&estimated).unwrap();
+        let flags: Vec<i64> = journal
+            .conn
+            .prepare("SELECT estimated FROM cost_ledger ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(flags, vec![0, 0, 0, 0, 1], "estimated lines are flagged");
     }
 
     #[test]

@@ -211,6 +211,16 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
             return report;
         }
     };
+    if keys.is_empty()
+        && let Some((end, why)) = nothing_to_do(run)
+    {
+        report.end = end;
+        report.reason = why;
+        if end == RunEnd::Completed {
+            hold_retrospectives(run).await;
+        }
+        return report;
+    }
     report.total = keys.len();
     run.emit(Event::RunStarted {
         run_id: run.run_id.clone(),
@@ -320,18 +330,73 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
     if report.end == RunEnd::Completed {
         if report.failed > 0 {
             report.end = RunEnd::Failed;
-            report.reason = format!("{} stories need intervention", report.failed);
+            report.reason = format!(
+                "{} intervention",
+                count(report.failed, "story needs", "stories need")
+            );
         } else if report.completed < report.total {
             report.end = RunEnd::Failed;
             report.reason = format!(
-                "{} stories could not be worked",
-                report.total - report.completed
+                "{} not be worked",
+                count(
+                    report.total - report.completed,
+                    "story could",
+                    "stories could"
+                )
             );
         } else {
-            report.reason = format!("{} stories done", report.completed);
+            report.reason = format!("{} done", count(report.completed, "story", "stories"));
         }
     }
     report
+}
+
+/// `1 story`, `2 stories`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Why a run that selected no story has nothing to do, and how it ends: `failed` when stories
+/// wait for a human (naming them and the command that puts each back) or none are planned,
+/// `completed` when every story is done. `None` when there is another reason (left to the run).
+fn nothing_to_do(run: &RunCtx) -> Option<(RunEnd, String)> {
+    let (next, blocked) = run
+        .with_ledger(|l| {
+            let sprint = l.doc().sprint();
+            Ok((
+                baton_core::next::next_action(sprint),
+                baton_core::next::blocked_stories(sprint),
+            ))
+        })
+        .ok()?;
+    if !blocked.is_empty() {
+        let list: Vec<String> = blocked
+            .iter()
+            .map(|b| format!("{} ({}): `{}`", b.key, b.status, b.command()))
+            .collect();
+        return Some((
+            RunEnd::Failed,
+            format!(
+                "nothing can be worked: {} a human; look at its transcripts and `baton \
+                 escalations --all`, then put it back: {}",
+                count(blocked.len(), "story needs", "stories need"),
+                list.join(", ")
+            ),
+        ));
+    }
+    match next {
+        baton_core::next::NextAction::NothingPlanned => Some((
+            RunEnd::Failed,
+            "nothing to work: the sprint file has no stories yet; add epics and stories \
+             (BMad's sprint-planning workflow writes them), then run `baton sprint` again"
+                .to_owned(),
+        )),
+        baton_core::next::NextAction::AllDone => Some((
+            RunEnd::Completed,
+            "every story is done; nothing to run".to_owned(),
+        )),
+        _ => None,
+    }
 }
 
 /// Moves a story the engine could not drive on to `needs-intervention` with `why`.

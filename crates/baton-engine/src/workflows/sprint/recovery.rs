@@ -13,8 +13,57 @@ use crate::error::EngineError;
 use baton_core::key::KeyKind;
 use baton_core::story::{Decision, decide};
 use baton_store::journal::{EventFilter, Journal, RunRecord};
+use std::path::Path;
 
-/// Checks the project can run a sprint; returns notices for the user.
+/// baton's own files, which never make a tree "dirty" for a sprint: `baton.toml`, `.baton/`,
+/// temp files of baton's writers, the sprint file and the story files (statuses `baton set`
+/// and `baton init` wrote). Paths are relative to the project root, `/`-separated.
+#[derive(Debug, Clone)]
+pub struct OwnedFiles {
+    sprint_file: Option<String>,
+    stories_dir: Option<String>,
+}
+
+impl OwnedFiles {
+    /// The owned files of a project at `root` with this sprint file and story directory.
+    pub fn new(root: &Path, sprint_file: &Path, stories_dir: &Path) -> OwnedFiles {
+        let rel = |p: &Path| {
+            p.strip_prefix(root)
+                .ok()
+                .map(|r| r.to_string_lossy().replace('\\', "/"))
+        };
+        OwnedFiles {
+            sprint_file: rel(sprint_file),
+            stories_dir: rel(stories_dir),
+        }
+    }
+
+    /// Whether `path` is one of them.
+    pub fn contains(&self, path: &str) -> bool {
+        if path == "baton.toml" || path.starts_with(".baton/") || path.contains(".baton-tmp-") {
+            return true;
+        }
+        if self.sprint_file.as_deref() == Some(path) {
+            return true;
+        }
+        let Some(dir) = self.stories_dir.as_deref() else {
+            return false;
+        };
+        let name = if dir.is_empty() {
+            Some(path)
+        } else {
+            path.strip_prefix(dir).and_then(|r| r.strip_prefix('/'))
+        };
+        // A story file: `1-2-login.md` directly in the story directory.
+        name.is_some_and(|n| {
+            !n.contains('/') && n.ends_with(".md") && n.starts_with(|c: char| c.is_ascii_digit())
+        })
+    }
+}
+
+/// Checks the project can run a sprint; returns notices for the user. Uncommitted changes to
+/// baton's own files ([`OwnedFiles`]) do not block a run: when they are the only ones, they are
+/// committed first as `baton: …`.
 pub async fn preflight(run: &RunCtx) -> Result<Vec<String>, EngineError> {
     let ws = run.workspace();
     let root = &run.settings.root;
@@ -33,11 +82,13 @@ pub async fn preflight(run: &RunCtx) -> Result<Vec<String>, EngineError> {
     }
     let interrupted = interrupted_run(run)?;
     let snapshot = ws.snapshot().await;
-    let dirty: Vec<&str> = snapshot
+    let sprint_file = run.with_ledger(|l| Ok(l.doc().path().to_path_buf()))?;
+    let owned = OwnedFiles::new(root, &sprint_file, &run.settings.stories_dir);
+    let (own, dirty): (Vec<&str>, Vec<&str>) = snapshot
         .dirty()
         .filter(|p| !p.starts_with(".baton/") && !p.contains(".baton-tmp-"))
-        .collect();
-    if dirty.is_empty() {
+        .partition(|p| owned.contains(p));
+    if dirty.is_empty() && own.is_empty() {
         return Ok(Vec::new());
     }
     if let Some(prev) = interrupted {
@@ -46,14 +97,27 @@ pub async fn preflight(run: &RunCtx) -> Result<Vec<String>, EngineError> {
             prev.id
         )]);
     }
+    if dirty.is_empty() {
+        run.commit("-", format!("baton: commit its own files ({})", list(&own)))
+            .await;
+        return Ok(Vec::new());
+    }
     if run.settings.allow_dirty {
         return Ok(Vec::new());
     }
     Err(EngineError::Preflight(format!(
-        "the working tree has uncommitted changes ({}{}); commit or stash them, or pass --allow-dirty",
-        dirty.iter().take(5).copied().collect::<Vec<_>>().join(", "),
-        if dirty.len() > 5 { ", …" } else { "" }
+        "the working tree has uncommitted changes ({}); commit or stash them, or pass --allow-dirty",
+        list(&dirty)
     )))
+}
+
+/// The first five paths, comma-separated.
+fn list(paths: &[&str]) -> String {
+    format!(
+        "{}{}",
+        paths.iter().take(5).copied().collect::<Vec<_>>().join(", "),
+        if paths.len() > 5 { ", …" } else { "" }
+    )
 }
 
 /// The newest sprint run, if it never ended.
@@ -154,4 +218,38 @@ async fn recovered_stage(run: &RunCtx, run_id: &str) -> Result<Option<String>, E
     let message = format!("story({short}): {what}");
     let head = run.workspace().git().head_subject().await;
     Ok((head.as_deref() != Some(message.as_str())).then_some(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OwnedFiles;
+    use std::path::Path;
+
+    #[test]
+    fn baton_owns_its_config_state_sprint_file_and_story_files_only() {
+        let root = Path::new("/p");
+        let owned = OwnedFiles::new(
+            root,
+            &root.join("_bmad-output/implementation-artifacts/sprint-status.yaml"),
+            &root.join("_bmad-output/implementation-artifacts"),
+        );
+        for path in [
+            "baton.toml",
+            ".baton/baton.db",
+            "_bmad-output/implementation-artifacts/sprint-status.yaml",
+            "_bmad-output/implementation-artifacts/1-2-login.md",
+            "src/.lib.rs.baton-tmp-1",
+        ] {
+            assert!(owned.contains(path), "{path}");
+        }
+        for path in [
+            "src/lib.rs",
+            "sub/baton.toml",
+            "_bmad-output/implementation-artifacts/notes.md",
+            "_bmad-output/implementation-artifacts/x/1-2-login.md",
+            "_bmad-output/planning-artifacts/prd.md",
+        ] {
+            assert!(!owned.contains(path), "{path}");
+        }
+    }
 }

@@ -49,6 +49,9 @@ pub struct StoryReport {
     pub output_tokens: u64,
     /// Cost in US dollars.
     pub cost_usd: f64,
+    /// Some tokens (and so the cost) were estimated from the text: a provider streamed no usage.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub usage_estimated: bool,
     /// Why it did not finish, if it did not.
     pub error: Option<String>,
 }
