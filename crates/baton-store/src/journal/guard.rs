@@ -311,23 +311,37 @@ mod tests {
             j.record_guard(&rec("native", "test-run", "")).unwrap();
         }
         let j = SqliteJournal::open(&path).unwrap();
-        assert_eq!(j.guard_setting("tdd.mode").unwrap().as_deref(), Some("atdd"));
-        assert!(j.last_guard_record("native", "test-run", None).unwrap().is_some());
+        assert_eq!(
+            j.guard_setting("tdd.mode").unwrap().as_deref(),
+            Some("atdd")
+        );
+        assert!(
+            j.last_guard_record("native", "test-run", None)
+                .unwrap()
+                .is_some()
+        );
     }
 
     #[test]
     fn log_entries_are_scoped_and_ordered() {
         let mut j = SqliteJournal::open_in_memory().unwrap();
-        let a = j.record_guard(&rec("native", "test-write", "tests/a.rs")).unwrap();
+        let a = j
+            .record_guard(&rec("native", "test-write", "tests/a.rs"))
+            .unwrap();
         let b = j.record_guard(&rec("claude:s1", "test-run", "")).unwrap();
         assert!(b > a);
-        assert_eq!(j.last_guard_record("native", "test-run", None).unwrap(), None);
         assert_eq!(
-            j.last_guard_record("native", "test-write", Some("tests/a.rs")).unwrap(),
+            j.last_guard_record("native", "test-run", None).unwrap(),
+            None
+        );
+        assert_eq!(
+            j.last_guard_record("native", "test-write", Some("tests/a.rs"))
+                .unwrap(),
             Some(a)
         );
         assert_eq!(
-            j.last_guard_record("native", "test-write", Some("tests/b.rs")).unwrap(),
+            j.last_guard_record("native", "test-write", Some("tests/b.rs"))
+                .unwrap(),
             None
         );
         assert_eq!(j.guard_records(Some("claude:s1"), None).unwrap().len(), 1);
@@ -340,8 +354,12 @@ mod tests {
     fn an_allowance_is_used_exactly_once() {
         let mut j = SqliteJournal::open_in_memory().unwrap();
         assert_eq!(j.consume_allowance("bash-write", "x").unwrap(), None);
-        j.grant_allowance("bash-write", "regenerate the bindings").unwrap();
-        let used = j.consume_allowance("bash-write", "sed -i src/a.rs").unwrap().unwrap();
+        j.grant_allowance("bash-write", "regenerate the bindings")
+            .unwrap();
+        let used = j
+            .consume_allowance("bash-write", "sed -i src/a.rs")
+            .unwrap()
+            .unwrap();
         assert_eq!(used.reason, "regenerate the bindings");
         assert_eq!(j.consume_allowance("bash-write", "again").unwrap(), None);
         let all = j.allowances().unwrap();
