@@ -283,7 +283,10 @@ fn is_ours(group: &Value) -> bool {
         })
 }
 
-fn read_settings(path: &Path) -> Result<Option<(Vec<u8>, Map<String, Value>)>> {
+/// A settings file: its bytes and its top-level object.
+type Settings = (Vec<u8>, Map<String, Value>);
+
+fn read_settings(path: &Path) -> Result<Option<Settings>> {
     match baton_store::bounded::read(path, baton_store::bounded::CONFIG_LIMIT) {
         Ok(bytes) => {
             let v: Value = serde_json::from_slice(&bytes)
