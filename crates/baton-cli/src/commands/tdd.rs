@@ -146,6 +146,10 @@ pub fn run(root: &Path, args: &TddArgs) -> Result<Code> {
                 .filter(|a| a.consumed_at.is_none())
                 .collect();
             let log = journal.guard_records(None, Some(*limit))?;
+            let rules: Vec<String> = context_rules(&cfg)?
+                .into_iter()
+                .map(|r| format!("{} ({})", r.name, r.origin))
+                .collect();
             if *json {
                 let doc = json!({
                     "mode": mode.as_str(),
@@ -154,6 +158,7 @@ pub fn run(root: &Path, args: &TddArgs) -> Result<Code> {
                     "test_commands": s.test_commands,
                     "exempt": s.exempt,
                     "open_allowances": open,
+                    "rules": rules,
                     "log": log,
                 });
                 println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -169,6 +174,7 @@ pub fn run(root: &Path, args: &TddArgs) -> Result<Code> {
                     .join(", ")
             );
             println!("open shell-write allowances: {}", open.len());
+            println!("context rules: {}", rules.join(", "));
             for r in &log {
                 println!(
                     "  {} {} {} {} {}{}",

@@ -495,3 +495,31 @@ fn install_merges_and_uninstall_restores_the_file_byte_for_byte() {
         "{ nope"
     );
 }
+
+#[test]
+fn project_rules_apply_only_in_a_trusted_project() {
+    let p = Project::empty();
+    p.write(
+        ".baton/rules/house.md",
+        "---\nname: house\ntrigger: (?i)quick hack\nfrequency: once\n---\nNo quick hacks here.\n",
+    );
+    let names = |p: &Project| status(p)["rules"].to_string();
+    assert!(names(&p).contains("test-first"), "bundled rules load");
+    assert!(
+        !names(&p).contains("house"),
+        "an untrusted project's rules are ignored"
+    );
+    trust(&p);
+    assert!(names(&p).contains("house (/"), "{}", names(&p));
+    // A broken rule is named.
+    p.write(
+        ".baton/rules/broken.md",
+        "---\nname: b\ntrigger: '('\n---\nx\n",
+    );
+    let run = baton(&p, &["tdd", "status"]).expect_code(1);
+    assert!(
+        run.stderr.contains("broken.md") && run.stderr.contains("trigger"),
+        "{}",
+        run.describe()
+    );
+}
