@@ -9,7 +9,7 @@
 //! matching the configured test commands, with the exit status the tool itself reported (never
 //! the model's words). A command that would write an implementation file from the shell
 //! (redirections, `sed -i`, `tee`, `cp`/`mv` onto it) is refused unless the user granted a
-//! one-time allowance, which the first such call consumes. Everything the guard sees and decides
+//! one-time allowance within the last hour, which the first such call consumes. Everything the guard sees and decides
 //! is in the journal under a scope (`native`, or `claude:<session>`), so it survives restarts.
 //!
 //! The same [`TddCore`] serves baton's own agents ([`TddGuard`], in the guard chain) and Claude
@@ -32,6 +32,8 @@ use std::sync::{Arc, Mutex};
 pub const MODE_SETTING: &str = "tdd.mode";
 /// The kind of the allowance `baton tdd allow-bash-write once` grants.
 pub const BASH_WRITE: &str = "bash-write";
+/// How long an allowance stays usable after it was granted.
+pub const ALLOWANCE_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// How strict the guard is; ordered from loosest to strictest.
 #[derive(
@@ -454,11 +456,11 @@ impl TddCore {
             return Decision::allow();
         }
         let by = format!("{tool}: {}", cmd.display());
-        let used = self
-            .journal
-            .lock()
-            .ok()
-            .and_then(|mut j| j.consume_allowance(BASH_WRITE, &by).ok().flatten());
+        let used = self.journal.lock().ok().and_then(|mut j| {
+            j.consume_allowance(BASH_WRITE, &by, ALLOWANCE_TTL)
+                .ok()
+                .flatten()
+        });
         if let Some(a) = used {
             self.log(
                 "allowance-used",

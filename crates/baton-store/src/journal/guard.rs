@@ -215,8 +215,10 @@ impl SqliteJournal {
         })
     }
 
-    /// Uses the oldest unused allowance of `kind`, recording `by` (the call) as its user, in one
-    /// transaction: two callers never use the same grant. `None` if there is none.
+    /// Uses the oldest unused allowance of `kind` granted within the last `max_age` (and not in
+    /// the future), recording `by` (the call) as its user, in one transaction: two callers
+    /// never use the same grant. `None` if there is none. Older grants are never used, so a
+    /// journal shipped inside a cloned repository cannot carry allowances into your runs.
     ///
     /// # Errors
     ///
@@ -225,18 +227,31 @@ impl SqliteJournal {
         &mut self,
         kind: &str,
         by: &str,
+        max_age: std::time::Duration,
     ) -> Result<Option<Allowance>, JournalError> {
-        let at = now();
+        let now_ts = jiff::Timestamp::now();
+        let at = now_ts.to_string();
+        let fresh = |granted: &str| {
+            granted
+                .parse::<jiff::Timestamp>()
+                .is_ok_and(|g| g <= now_ts && now_ts.duration_since(g).unsigned_abs() <= max_age)
+        };
         self.write_durable(|tx| {
-            let found: Option<(i64, String, String)> = tx
-                .query_row(
-                    "SELECT id, reason, granted_at FROM guard_allowances
-                     WHERE kind = ?1 AND consumed_at IS NULL ORDER BY id LIMIT 1",
-                    params![kind],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()?;
-            let Some((id, reason, granted_at)) = found else {
+            let mut stmt = tx.prepare(
+                "SELECT id, reason, granted_at FROM guard_allowances
+                 WHERE kind = ?1 AND consumed_at IS NULL ORDER BY id",
+            )?;
+            let open = stmt
+                .query_map(params![kind], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            drop(stmt);
+            let Some((id, reason, granted_at)) = open.into_iter().find(|(_, _, g)| fresh(g)) else {
                 return Ok(None);
             };
             tx.execute(
@@ -350,18 +365,43 @@ mod tests {
         assert_eq!(last[0].id, b);
     }
 
+    const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);
+
+    #[test]
+    fn old_or_future_grants_are_never_used() {
+        let mut j = SqliteJournal::open_in_memory().unwrap();
+        j.conn
+            .execute_batch(
+                "INSERT INTO guard_allowances (kind, reason, granted_at) VALUES
+                 ('bash-write', 'shipped', '2020-01-01T00:00:00Z'),
+                 ('bash-write', 'forged', '2999-01-01T00:00:00Z'),
+                 ('bash-write', 'garbage', 'yesterday');",
+            )
+            .unwrap();
+        assert_eq!(j.consume_allowance("bash-write", "x", HOUR).unwrap(), None);
+        j.grant_allowance("bash-write", "mine").unwrap();
+        let used = j
+            .consume_allowance("bash-write", "x", HOUR)
+            .unwrap()
+            .unwrap();
+        assert_eq!(used.reason, "mine");
+    }
+
     #[test]
     fn an_allowance_is_used_exactly_once() {
         let mut j = SqliteJournal::open_in_memory().unwrap();
-        assert_eq!(j.consume_allowance("bash-write", "x").unwrap(), None);
+        assert_eq!(j.consume_allowance("bash-write", "x", HOUR).unwrap(), None);
         j.grant_allowance("bash-write", "regenerate the bindings")
             .unwrap();
         let used = j
-            .consume_allowance("bash-write", "sed -i src/a.rs")
+            .consume_allowance("bash-write", "sed -i src/a.rs", HOUR)
             .unwrap()
             .unwrap();
         assert_eq!(used.reason, "regenerate the bindings");
-        assert_eq!(j.consume_allowance("bash-write", "again").unwrap(), None);
+        assert_eq!(
+            j.consume_allowance("bash-write", "again", HOUR).unwrap(),
+            None
+        );
         let all = j.allowances().unwrap();
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].consumed_by.as_deref(), Some("sed -i src/a.rs"));
