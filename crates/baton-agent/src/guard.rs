@@ -2,10 +2,14 @@
 //!
 //! Each inspector returns allow, ask (a human should confirm) or deny with a reason; the strictest
 //! verdict wins. The sandbox (path jail) and the command allowlist are the first two; the TDD
-//! guard and others join the same chain later. A deny is returned to the model as a tool error.
+//! guard ([`crate::tdd`]) joins the same chain when the project turns it on. A deny is returned to
+//! the model as a tool error. Inspectors also see each call's result ([`ToolInspector::observe`]),
+//! so a guard can learn from what ran (the TDD guard records test runs there). The chain also
+//! carries context sources ([`ContextSource`], such as the context rules of [`crate::rules`]):
+//! before each model call they may add a late user-context message.
 
 use crate::sandbox::Access;
-use crate::tools::{Tool, ToolContext};
+use crate::tools::{Tool, ToolContext, ToolResult};
 
 /// An inspector's answer.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -36,6 +40,17 @@ pub trait ToolInspector: Send + Sync {
     fn name(&self) -> &'static str;
     /// Inspects one call.
     fn inspect(&self, call: &Inspected<'_>) -> Verdict;
+    /// Sees the result of a call that was allowed and ran (default: nothing).
+    fn observe(&self, _call: &Inspected<'_>, _result: &ToolResult) {}
+}
+
+/// Something that may add a late user-context message before a model call.
+pub trait ContextSource: Send + Sync {
+    /// Its name, for transcripts.
+    fn name(&self) -> &'static str;
+    /// The message to add before model call `turn` (from 1), given the tail of the agent's
+    /// recent output (`None`: nothing to add).
+    fn context(&self, recent: &str, turn: u32) -> Option<String>;
 }
 
 /// The path jail: every path argument must resolve inside the workspace.
@@ -116,6 +131,7 @@ impl ToolInspector for ReadOnlyGuard {
 #[derive(Default)]
 pub struct GuardChain {
     inspectors: Vec<Box<dyn ToolInspector>>,
+    context: Vec<Box<dyn ContextSource>>,
 }
 
 impl GuardChain {
@@ -133,6 +149,26 @@ impl GuardChain {
     /// Adds an inspector at the end.
     pub fn push(&mut self, inspector: Box<dyn ToolInspector>) {
         self.inspectors.push(inspector);
+    }
+
+    /// Adds a context source.
+    pub fn push_context(&mut self, source: Box<dyn ContextSource>) {
+        self.context.push(source);
+    }
+
+    /// Lets every inspector see the result of an allowed call.
+    pub fn observe(&self, call: &Inspected<'_>, result: &ToolResult) {
+        for i in &self.inspectors {
+            i.observe(call, result);
+        }
+    }
+
+    /// The late context messages of every source for model call `turn`.
+    pub fn late_context(&self, recent: &str, turn: u32) -> Vec<String> {
+        self.context
+            .iter()
+            .filter_map(|c| c.context(recent, turn))
+            .collect()
     }
 
     /// The strictest verdict of all inspectors, with the name of the one that gave it.

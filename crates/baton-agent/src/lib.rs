@@ -1,8 +1,8 @@
 //! baton-agent: agents, their tools, the sandbox they work in, and the loop that runs them.
 //!
 //! An agent is a markdown definition (YAML frontmatter + system prompt). It runs in a native
-//! tool-calling loop: model turn → tool calls → guard chain (sandbox, command allowlist, later the
-//! TDD guard) → execution → results → next turn, until a final answer or a bound (turns, timeout,
+//! tool-calling loop: model turn → tool calls → guard chain (sandbox, command allowlist, the
+//! test-first guard) → execution → results → next turn, until a final answer or a bound (turns, timeout,
 //! budget, cancellation). Every run ends in a typed [`outcome::Outcome`] whose changed files come
 //! from git, not from the agent's words. This crate knows agents, not sprints.
 
@@ -12,8 +12,10 @@ pub mod guard;
 pub mod outcome;
 pub mod process;
 pub mod protect;
+pub mod rules;
 pub mod runner;
 pub mod sandbox;
+pub mod tdd;
 pub mod tools;
 pub mod transcript;
 pub mod worker;

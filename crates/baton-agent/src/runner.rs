@@ -4,7 +4,8 @@
 //! chain → execution → results → next turn, until a final answer, the turn limit, the agent's
 //! timeout, the budget, an escalation, or cancellation. The budget is checked before each model
 //! call and on every streamed delta (with the stream's estimated cost), so a hard limit aborts a
-//! stream mid-way. Every call's usage is reported for the cost ledger; every step is written to
+//! stream mid-way. Before each model call the guard chain's context sources see the tail of the
+//! agent's recent output and may add a late user-context message. Every call's usage is reported for the cost ledger; every step is written to
 //! the transcript; the outcome's changed files come from git.
 
 use crate::definition::AgentDef;
@@ -382,6 +383,8 @@ impl Runner {
         }];
         let specs = self.tools.specs();
         let mut warned = false;
+        // The tail of the agent's own words, for the context sources.
+        let mut recent = String::new();
         loop {
             if st.turns >= max_turns {
                 return Err((
@@ -410,6 +413,12 @@ impl Runner {
                 agent: def.name.clone(),
                 turn: st.turns,
             });
+            let late = self.guards.late_context(&recent, st.turns);
+            if !late.is_empty() {
+                let text = late.join("\n\n");
+                transcript.write("context", serde_json::json!({ "text": text }));
+                messages.push(Message::User { text });
+            }
             let request = ChatRequest {
                 model: self.model.model.clone(),
                 system: system.to_owned(),
@@ -539,6 +548,9 @@ impl Runner {
             );
             if !response.text.trim().is_empty() {
                 st.summary = response.text.clone();
+                recent.push_str(&response.text);
+                recent.push('\n');
+                keep_tail(&mut recent, RECENT_CHARS);
             }
             messages.push(Message::Assistant {
                 text: response.text.clone(),
@@ -667,7 +679,9 @@ impl Runner {
                             agent: def.name.clone(),
                             tool: call.name.clone(),
                         });
-                        tool.call(args, &self.ctx).await
+                        let done = tool.call(args, &self.ctx).await;
+                        self.guards.observe(&inspected, &done);
+                        done
                     }
                 }
             }
@@ -678,6 +692,21 @@ impl Runner {
         );
         result
     }
+}
+
+/// How much of the agent's recent output the context sources see.
+const RECENT_CHARS: usize = 2_000;
+
+/// Cuts `s` to its last `max` bytes or fewer, on a character boundary.
+fn keep_tail(s: &mut String, max: usize) {
+    if s.len() <= max {
+        return;
+    }
+    let mut cut = s.len() - max;
+    while !s.is_char_boundary(cut) {
+        cut += 1;
+    }
+    s.drain(..cut);
 }
 
 #[derive(Default)]

@@ -123,6 +123,22 @@ pub enum Command {
         Exit 0 when nothing is wrong, 1 with the problems listed."
     )]
     Doctor(DoctorArgs),
+
+    /// The test-first guard: its mode, status and one-time shell-write allowances.
+    #[command(
+        after_help = "Examples:\n  baton tdd on\n  baton tdd atdd\n  baton tdd status --json\n  \
+        baton tdd allow-bash-write once \"regenerate the protobuf bindings\"\n\n\
+        See docs/tdd.md."
+    )]
+    Tdd(TddArgs),
+
+    /// Claude Code hook mode of the test-first guard (reads the hook JSON on stdin).
+    #[command(
+        after_help = "Examples:\n  baton guard install     # into .claude/settings.local.json\n  \
+        baton guard uninstall\n  baton guard < payload.json\n\n\
+        Exit codes in hook mode: 0 with a JSON decision on stdout, 2 to block (reason on stderr)."
+    )]
+    Guard(GuardArgs),
 }
 
 /// `baton doctor`.
@@ -134,6 +150,58 @@ pub struct DoctorArgs {
     /// Skip the network probes of providers.
     #[arg(long)]
     pub offline: bool,
+}
+
+/// `baton tdd`.
+#[derive(Debug, Args)]
+pub struct TddArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: TddAction,
+}
+
+/// `baton tdd` actions.
+#[derive(Debug, Subcommand)]
+pub enum TddAction {
+    /// Turn the guard on (test first).
+    On,
+    /// Turn the guard off.
+    Off,
+    /// Turn the guard on with acceptance tests first (warned).
+    Atdd,
+    /// Show the mode in force, the test commands and the guard's recent log.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// How many log entries to show.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Let one shell command write an implementation file (`once "reason"`), journaled.
+    AllowBashWrite {
+        /// `once`.
+        how: String,
+        /// Why (kept in the journal).
+        reason: String,
+    },
+}
+
+/// `baton guard`.
+#[derive(Debug, Args)]
+pub struct GuardArgs {
+    /// `install` or `uninstall` the hooks; without one, answer one hook call from stdin.
+    #[command(subcommand)]
+    pub action: Option<GuardAction>,
+}
+
+/// `baton guard` actions.
+#[derive(Debug, Subcommand)]
+pub enum GuardAction {
+    /// Add baton's hooks to `.claude/settings.local.json` (merging with what is there).
+    Install,
+    /// Remove baton's hooks from `.claude/settings.local.json`, and nothing else.
+    Uninstall,
 }
 
 /// `baton init`.

@@ -94,6 +94,35 @@ pub struct RawConfig {
     /// `[team]`.
     #[serde(default)]
     pub team: RawTeam,
+    /// `[tdd]`: the test-first guard.
+    #[serde(default)]
+    pub tdd: RawTdd,
+    /// `[rules]`: context rules.
+    #[serde(default)]
+    pub rules: RawRules,
+}
+
+/// `[tdd]`: the test-first guard (docs/tdd.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTdd {
+    /// `off`, `tdd` or `atdd` (`baton tdd …` overrides it; an untrusted project may only turn
+    /// the guard on).
+    pub mode: Option<String>,
+    /// Globs of paths the guard never checks (replaces the defaults).
+    pub exempt: Option<Vec<String>>,
+    /// Commands that run the tests, each a program with leading arguments (added to the defaults).
+    pub test_commands: Option<Vec<Vec<String>>>,
+    /// Explicit mappings: implementation glob → test path (`{stem}`: the file's stem).
+    pub overrides: Option<BTreeMap<String, String>>,
+}
+
+/// `[rules]`: context rules (docs/agents.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRules {
+    /// Whether rules are injected at all (default true).
+    pub enabled: Option<bool>,
 }
 
 /// `[commands]`: what `run_command` may run.
@@ -240,6 +269,10 @@ pub struct Config {
     pub agent_overrides_max_tokens: BTreeMap<String, u32>,
     /// `[sprint]` as written (the engine's settings are built from it), after the trust rules.
     pub sprint: RawSprint,
+    /// `[tdd]` as written, after the trust rules.
+    pub tdd: RawTdd,
+    /// Whether context rules are on.
+    pub rules_enabled: bool,
     /// Whether the project is trusted (`baton trust`).
     pub trusted: bool,
     /// Settings of an untrusted project's `baton.toml` that were not applied, one line each.
@@ -349,6 +382,8 @@ impl Config {
                 .filter_map(|(name, o)| Some((name.clone(), o.max_tokens?)))
                 .collect(),
             sprint: raw.sprint,
+            tdd: raw.tdd,
+            rules_enabled: raw.rules.enabled.unwrap_or(true),
             trusted: true,
             ignored: Vec::new(),
         };
@@ -467,6 +502,19 @@ pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional. 
 [sandbox]
 # Files agents may neither read nor write.
 # deny = [".env*", "*.pem", "*.key", "id_*"]
+
+[tdd]
+# The test-first guard: off, tdd or atdd (`baton tdd on|off|atdd` overrides this). See docs/tdd.md.
+# mode = "off"
+# exempt = ["*.d.ts", "*.config.*", "migrations/**", "docs/**", "*.md", "*.lock", ...]
+# Commands that count as test runs, added to the defaults (cargo test, npm test, pytest, go test, ...).
+# test_commands = [["make", "check"]]
+# [tdd.overrides]
+# "src/legacy/*.rs" = "tests/legacy_{stem}.rs"
+
+[rules]
+# Context rules remind agents of the process when their own words show they are about to skip it.
+# enabled = true
 
 # Providers: bundled ones are openai, anthropic, ollama, vllm, llamacpp, openrouter, script.
 # [providers.ollama]

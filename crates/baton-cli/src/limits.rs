@@ -91,6 +91,37 @@ fn wide<T: TryInto<u64>>(v: Option<T>) -> Option<u64> {
 /// Checks every range of `raw`, read from `text` at `path`.
 pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigError> {
     let c = Check { path, text };
+    if let Some(mode) = &raw.tdd.mode
+        && baton_agent::tdd::TddMode::parse(mode).is_none()
+    {
+        return Err(c.fail(
+            "tdd",
+            "mode",
+            format!("must be off, tdd or atdd, not `{mode}`"),
+        ));
+    }
+    if let Some(exempt) = &raw.tdd.exempt
+        && let Err(e) = baton_agent::tdd::map::Mapper::new(exempt, &[])
+    {
+        return Err(c.fail(
+            "tdd",
+            "exempt",
+            format!("`{}` is not a valid glob: {}", e.glob, e.message),
+        ));
+    }
+    if raw
+        .tdd
+        .test_commands
+        .iter()
+        .flatten()
+        .any(|c| c.first().is_none_or(|p| p.trim().is_empty()))
+    {
+        return Err(c.fail(
+            "tdd",
+            "test_commands",
+            "each command needs a program".to_owned(),
+        ));
+    }
     let year = " seconds (a year)";
     let s = &raw.sprint;
     for (key, v) in [

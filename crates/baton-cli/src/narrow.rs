@@ -18,6 +18,12 @@
 //!   runs without a test command;
 //! - `[paths]` must stay inside the project (relative, without `..`); others fall back to the
 //!   default.
+//! - `[tdd] mode` may turn the test-first guard on, never off (a repository that switches the
+//!   guard off widens what agents may do); `[tdd] exempt` may only drop default patterns;
+//!   `[tdd] test_commands` and `[tdd.overrides]` are ignored (a repository could make `echo` a
+//!   "test run", or map code to a test that is always there), and so is the sprint's test command
+//!   as a test command of the guard;
+//! - `[rules] enabled = false` is ignored (rules only ever add guidance).
 //!
 //! Everything else (budget limits, timeouts of runs and agents, batch sizes, `[agents] model`
 //! among the bundled providers) only changes how much work is done, and applies as written.
@@ -38,7 +44,51 @@ pub fn narrow(raw: &mut RawConfig) -> Vec<String> {
     sandbox(raw, &mut ignored);
     test_command(raw, &mut ignored);
     paths(raw, &mut ignored);
+    tdd(raw, &mut ignored);
     ignored
+}
+
+fn tdd(raw: &mut RawConfig, ignored: &mut Vec<String>) {
+    if raw.tdd.mode.as_deref().map(str::trim) == Some("off") {
+        raw.tdd.mode = None;
+        ignored.push(
+            "[tdd] mode = \"off\": an untrusted project may turn the test-first guard on, not off"
+                .to_owned(),
+        );
+    }
+    if let Some(exempt) = &mut raw.tdd.exempt {
+        let defaults = baton_agent::tdd::map::DEFAULT_EXEMPT;
+        let (kept, dropped): (Vec<String>, Vec<String>) = exempt
+            .drain(..)
+            .partition(|g| defaults.contains(&g.as_str()));
+        *exempt = kept;
+        if !dropped.is_empty() {
+            ignored.push(format!(
+                "[tdd] exempt: {} (an untrusted project may only drop default patterns)",
+                dropped
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    if raw.tdd.test_commands.take().is_some() {
+        ignored.push(
+            "[tdd] test_commands: only a trusted project may say what counts as a test run"
+                .to_owned(),
+        );
+    }
+    if raw.tdd.overrides.take().is_some() {
+        ignored
+            .push("[tdd.overrides]: only a trusted project may map code to its tests".to_owned());
+    }
+    if raw.rules.enabled == Some(false) {
+        raw.rules.enabled = None;
+        ignored.push(
+            "[rules] enabled = false: only a trusted project may switch rules off".to_owned(),
+        );
+    }
 }
 
 fn providers(raw: &mut RawConfig, ignored: &mut Vec<String>) {

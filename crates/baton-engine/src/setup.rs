@@ -2,17 +2,22 @@
 //!
 //! One model client per `provider/model` is shared by every agent that uses it (so a scripted
 //! session is consumed in order across agents); each agent gets exactly the tools its definition
-//! lists, read-only roles lose every writing tool and gain the read-only guard.
+//! lists, read-only roles lose every writing tool and gain the read-only guard. When the project
+//! turns the test-first guard on, every agent's chain gets it ([`Setup::tdd`]); context rules
+//! ([`Setup::rules`]) are given to each agent run fresh, so `once` means once per run.
 
 use baton_agent::definition::AgentDef;
 use baton_agent::guard::GuardChain;
+use baton_agent::rules::{ContextRules, Rule};
 use baton_agent::runner::{Budget, CallFn, EventFn, Mode, Runner};
 use baton_agent::sandbox::Sandbox;
+use baton_agent::tdd::{TddCore, TddGuard};
 use baton_agent::tools::{CommandPolicy, Tool, ToolContext, Toolbox};
 use baton_agent::workspace::Workspace;
 use baton_llm::pricing::{self, Price};
 use baton_llm::registry::{self, ProviderConfig};
 use baton_llm::{LlmError, ModelClient, ModelSpec};
+use baton_store::journal::SqliteJournal;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -102,6 +107,12 @@ pub struct Setup {
     pub max_tokens: Option<u32>,
     /// Output caps of named agents.
     pub agent_max_tokens: BTreeMap<String, u32>,
+    /// The test-first guard, shared by every agent (`None`: off).
+    pub tdd: Option<Arc<TddCore>>,
+    /// Context rules for every agent run (empty: none).
+    pub rules: Vec<Rule>,
+    /// Where rule firings are journaled, and under which scope.
+    pub rules_journal: Option<(Arc<Mutex<SqliteJournal>>, String)>,
     clients: Mutex<HashMap<String, Arc<dyn ModelClient>>>,
 }
 
@@ -143,6 +154,9 @@ impl Setup {
             on_call: None,
             max_tokens: None,
             agent_max_tokens: BTreeMap::new(),
+            tdd: None,
+            rules: Vec::new(),
+            rules_journal: None,
             clients: Mutex::new(HashMap::new()),
         }
     }
@@ -224,6 +238,17 @@ impl Setup {
         let client = self.client(&def.name, &spec)?;
         let price = pricing::price_for(&spec, &self.prices);
         let max_tokens = self.max_tokens_for(&def.name, &spec);
+        let mut guards = GuardChain::standard(read_only);
+        if let Some(core) = &self.tdd {
+            guards.push(Box::new(TddGuard::new(core.clone())));
+        }
+        if !self.rules.is_empty() {
+            guards.push_context(Box::new(ContextRules::new(
+                self.rules.clone(),
+                &def.name,
+                self.rules_journal.clone(),
+            )));
+        }
         let runner = Runner {
             client,
             model: spec,
@@ -231,7 +256,7 @@ impl Setup {
             mode: self.mode,
             budget: self.budget.clone(),
             tools,
-            guards: GuardChain::standard(read_only),
+            guards,
             ctx: ToolContext {
                 root: self.root.clone(),
                 sandbox: self.sandbox.clone(),

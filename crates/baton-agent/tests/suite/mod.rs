@@ -1,4 +1,5 @@
 pub mod protected;
+pub mod rules;
 pub mod runner;
 pub mod sandbox;
 pub mod tools;

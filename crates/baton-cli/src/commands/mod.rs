@@ -3,11 +3,13 @@
 mod agents;
 mod demo;
 mod doctor;
+mod guard;
 mod init;
 mod log;
 mod set;
 mod sprint;
 mod status;
+mod tdd;
 mod team;
 
 use crate::cli::{Cli, Command};
@@ -48,5 +50,7 @@ pub fn run(cli: Cli) -> Result<Code> {
         Command::Sprint(args) => sprint::run(&root, &args),
         Command::Escalations(args) => sprint::escalations(&root, &args),
         Command::Answer(args) => sprint::answer(&root, &args),
+        Command::Tdd(args) => tdd::run(&root, &args),
+        Command::Guard(args) => guard::run(&root, &args),
     }
 }

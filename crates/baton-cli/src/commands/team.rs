@@ -272,8 +272,9 @@ pub fn build_setup(
     setup.max_tokens = cfg.agent_max_tokens;
     setup.agent_max_tokens = cfg.agent_overrides_max_tokens.clone();
     let ledger_run = run_id.to_owned();
+    let cost_journal = journal.clone();
     setup.on_call = Some(Arc::new(move |c| {
-        if let Ok(mut j) = journal.lock() {
+        if let Ok(mut j) = cost_journal.lock() {
             let _ = j.record_cost(&CostEntry {
                 run_id: Some(ledger_run.clone()),
                 step_id: None,
@@ -289,5 +290,8 @@ pub fn build_setup(
         }
     }));
     setup.on_event = on_event;
+    setup.tdd = super::tdd::core(cfg, journal.clone(), "native")?.map(Arc::new);
+    setup.rules = super::tdd::context_rules(cfg)?;
+    setup.rules_journal = Some((journal, "native".to_owned()));
     Ok(setup)
 }

@@ -14,6 +14,7 @@ mod regression;
 mod set;
 mod snapshots;
 mod sprint;
+mod tdd;
 mod team;
 mod validate;
 mod wild;

@@ -126,6 +126,38 @@ UPDATE escalations SET after_step = COALESCE(
     r#"
 ALTER TABLE cost_ledger ADD COLUMN estimated INTEGER NOT NULL DEFAULT 0;
 "#,
+    // v4 → v5: the guards' state (TDD guard mode, recorded test runs and test-file writes,
+    // refusals, warnings, context-rule firings) and one-time allowances granted by the user.
+    r#"
+CREATE TABLE guard_settings (
+    name        TEXT PRIMARY KEY NOT NULL,
+    value       TEXT NOT NULL,
+    set_at      TEXT NOT NULL
+);
+
+-- kind: test-run | test-write | deny | warn | allowance-used | rule
+CREATE TABLE guard_log (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    scope       TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    guard       TEXT NOT NULL,
+    kind        TEXT NOT NULL,
+    tool        TEXT NOT NULL DEFAULT '',
+    path        TEXT NOT NULL DEFAULT '',
+    detail      TEXT NOT NULL DEFAULT '',
+    exit_code   INTEGER
+);
+CREATE INDEX guard_log_scope_kind ON guard_log(scope, kind);
+
+CREATE TABLE guard_allowances (
+    id          INTEGER PRIMARY KEY,
+    kind        TEXT NOT NULL,
+    reason      TEXT NOT NULL,
+    granted_at  TEXT NOT NULL,
+    consumed_at TEXT,
+    consumed_by TEXT
+);
+"#,
 ];
 
 /// The schema version this build writes and understands.
@@ -203,9 +235,18 @@ mod tests {
         assert_eq!(user_version(&conn, path).unwrap(), 0);
         assert_eq!(migrate(&mut conn, path).unwrap(), 0);
         assert_eq!(user_version(&conn, path).unwrap(), LATEST);
-        assert_eq!(LATEST, 4);
+        assert_eq!(LATEST, 5);
         let names = tables(&conn);
-        for table in ["cost_ledger", "escalations", "events", "runs", "steps"] {
+        for table in [
+            "cost_ledger",
+            "escalations",
+            "events",
+            "guard_allowances",
+            "guard_log",
+            "guard_settings",
+            "runs",
+            "steps",
+        ] {
             assert!(
                 names.iter().any(|n| n == table),
                 "{table} missing: {names:?}"

@@ -10,6 +10,7 @@ mod migrations;
 mod sqlite;
 
 pub use sqlite::SqliteJournal;
+pub use sqlite::guard::{Allowance, GuardRecord, NewGuardRecord};
 
 use serde::Serialize;
 use std::path::PathBuf;

@@ -23,6 +23,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// How long a writer waits for another process's write lock before giving up.
+#[path = "guard.rs"]
+pub(super) mod guard;
+
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The path reported for in-memory journals.

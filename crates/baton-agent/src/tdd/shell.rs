@@ -1,0 +1,433 @@
+//! Reading commands the way the guard needs: which files a command would write, and whether it
+//! runs the tests.
+//!
+//! A command is either an argument vector (`run_command` without a shell) or a shell line (a
+//! Claude Code `Bash` call, or `sh -c` through `run_command`). Shell lines are split into simple
+//! commands on `;`, `&&`, `||`, `|`, `&` and newlines, with quotes honoured and here-document
+//! bodies skipped. Writes are found in output redirections (`>`, `>>`, `>|`, `&>`), `tee`,
+//! in-place `sed`/`perl`, `cp`/`mv`/`install` destinations, `dd of=` and `truncate`. This is a
+//! heuristic, not a parser of every shell: an interpreter given a script (`python3 -c`,
+//! `node -e`) can still write anything, which is why the guard is backed by git at review time.
+
+/// A command as a tool receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cmd {
+    /// Program and arguments, no shell.
+    Argv(Vec<String>),
+    /// A shell line.
+    Shell(String),
+}
+
+impl Cmd {
+    /// A `run_command` call: `sh -c SCRIPT` (and bash, zsh, dash) is read as a shell line.
+    pub fn from_argv(argv: Vec<String>) -> Cmd {
+        let shells = ["sh", "bash", "zsh", "dash", "ksh"];
+        let prog = argv
+            .first()
+            .map(|p| p.rsplit('/').next().unwrap_or(p))
+            .unwrap_or_default();
+        if shells.contains(&prog)
+            && let Some(i) = argv
+                .iter()
+                .position(|a| a == "-c" || a == "-lc" || a == "-ec")
+            && let Some(script) = argv.get(i + 1)
+        {
+            return Cmd::Shell(script.clone());
+        }
+        Cmd::Argv(argv)
+    }
+
+    /// Its simple commands, each as words plus the targets of its output redirections.
+    pub fn simple_commands(&self) -> Vec<Simple> {
+        match self {
+            Cmd::Argv(a) => vec![Simple {
+                words: a.clone(),
+                redirects: Vec::new(),
+            }],
+            Cmd::Shell(s) => split(s),
+        }
+    }
+
+    /// The text of the command, for messages and the journal.
+    pub fn display(&self) -> String {
+        match self {
+            Cmd::Argv(a) => a.join(" "),
+            Cmd::Shell(s) => s.clone(),
+        }
+    }
+}
+
+/// One simple command.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Simple {
+    /// Its words, after the redirections were taken out.
+    pub words: Vec<String>,
+    /// Targets of output redirections.
+    pub redirects: Vec<String>,
+}
+
+impl Simple {
+    /// The words from the program on: leading `VAR=value` assignments and wrappers (`env`,
+    /// `sudo`, `nice`, `time`, `command`, `exec`) dropped.
+    pub fn program_words(&self) -> &[String] {
+        let mut w: &[String] = &self.words;
+        loop {
+            match w.first() {
+                Some(first)
+                    if first.contains('=')
+                        && !first.starts_with('=')
+                        && first.split('=').next().is_some_and(|n| {
+                            n.chars().all(|c| c.is_alphanumeric() || c == '_')
+                        }) =>
+                {
+                    w = &w[1..];
+                }
+                Some(first)
+                    if ["env", "sudo", "nice", "time", "command", "exec"]
+                        .contains(&first.as_str()) =>
+                {
+                    w = &w[1..];
+                }
+                _ => return w,
+            }
+        }
+    }
+
+    /// The files this command would write (as written: relative or absolute).
+    pub fn write_targets(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .redirects
+            .iter()
+            .filter(|t| !t.starts_with('&') && !t.starts_with("/dev/"))
+            .cloned()
+            .collect();
+        let w = self.program_words();
+        let Some(prog) = w.first() else {
+            return out;
+        };
+        let prog = prog.rsplit('/').next().unwrap_or(prog);
+        let args = &w[1..];
+        let operands = || args.iter().filter(|a| !a.starts_with('-')).cloned();
+        match prog {
+            "tee" => out.extend(operands()),
+            "sed" | "gsed" | "perl" => {
+                let in_place = args.iter().any(|a| {
+                    a.starts_with("--in-place")
+                        || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
+                });
+                if in_place {
+                    let scripted = args
+                        .iter()
+                        .any(|a| a == "-e" || a == "-f" || (prog == "perl" && a.contains('e')));
+                    let mut skip_next = false;
+                    let mut first = !scripted;
+                    for a in args {
+                        if skip_next {
+                            skip_next = false;
+                            continue;
+                        }
+                        if a == "-e" || a == "-f" {
+                            skip_next = true;
+                            continue;
+                        }
+                        if a.starts_with('-') {
+                            continue;
+                        }
+                        if first {
+                            first = false;
+                            continue;
+                        }
+                        out.push(a.clone());
+                    }
+                }
+            }
+            "cp" | "mv" | "install" | "rsync" => {
+                let ops: Vec<String> = operands().collect();
+                if let Some(dest) = ops.last()
+                    && ops.len() >= 2
+                {
+                    out.push(dest.clone());
+                    // A directory destination (`dir/`): the files land inside it.
+                    let into_dir = dest.ends_with('/') || dest == "." || dest == "..";
+                    for src in ops[..ops.len() - 1].iter().filter(|_| into_dir) {
+                        let name = src.rsplit('/').next().unwrap_or(src);
+                        out.push(format!("{}/{name}", dest.trim_end_matches('/')));
+                    }
+                }
+            }
+            "dd" => out.extend(
+                args.iter()
+                    .filter_map(|a| a.strip_prefix("of=").map(str::to_owned)),
+            ),
+            "truncate" => {
+                let mut skip_next = false;
+                for a in args {
+                    if skip_next {
+                        skip_next = false;
+                    } else if a == "-s" || a == "-r" {
+                        skip_next = true;
+                    } else if !a.starts_with('-') {
+                        out.push(a.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Tok {
+    Word(String),
+    Sep,
+    Redirect,
+    Input,
+    Heredoc,
+}
+
+fn tokenize(s: &str) -> Vec<Tok> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    let mut heredocs: Vec<String> = Vec::new();
+    let mut want_delim = false;
+    let flush = |word: &mut String, in_word: &mut bool, out: &mut Vec<Tok>| {
+        if *in_word {
+            out.push(Tok::Word(std::mem::take(word)));
+            *in_word = false;
+        }
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\'' => {
+                in_word = true;
+                i += 1;
+                while i < chars.len() && chars[i] != '\'' {
+                    word.push(chars[i]);
+                    i += 1;
+                }
+            }
+            '"' => {
+                in_word = true;
+                i += 1;
+                while i < chars.len() && chars[i] != '"' {
+                    if chars[i] == '\\' && i + 1 < chars.len() {
+                        i += 1;
+                    }
+                    word.push(chars[i]);
+                    i += 1;
+                }
+            }
+            '\\' if i + 1 < chars.len() => {
+                in_word = true;
+                i += 1;
+                if chars[i] != '\n' {
+                    word.push(chars[i]);
+                }
+            }
+            ' ' | '\t' => flush(&mut word, &mut in_word, &mut out),
+            '\n' => {
+                flush(&mut word, &mut in_word, &mut out);
+                if want_delim && let Some(Tok::Word(w)) = out.last() {
+                    heredocs.push(w.clone());
+                    want_delim = false;
+                }
+                out.push(Tok::Sep);
+                // Skip the bodies of here-documents opened on this line.
+                for delim in heredocs.drain(..) {
+                    let rest: String = chars[i + 1..].iter().collect();
+                    let mut consumed = 0;
+                    for line in rest.split_inclusive('\n') {
+                        consumed += line.chars().count();
+                        if line.trim() == delim {
+                            break;
+                        }
+                    }
+                    i += consumed;
+                }
+            }
+            ';' | '|' | '(' | ')' => {
+                flush(&mut word, &mut in_word, &mut out);
+                out.push(Tok::Sep);
+            }
+            '&' => {
+                flush(&mut word, &mut in_word, &mut out);
+                if chars.get(i + 1) == Some(&'>') {
+                    i += 1;
+                    if chars.get(i + 1) == Some(&'>') {
+                        i += 1;
+                    }
+                    out.push(Tok::Redirect);
+                } else {
+                    out.push(Tok::Sep);
+                }
+            }
+            '>' => {
+                // `2>`: the digits were the descriptor, not a word.
+                if in_word && word.chars().all(|d| d.is_ascii_digit()) {
+                    word.clear();
+                    in_word = false;
+                }
+                flush(&mut word, &mut in_word, &mut out);
+                if matches!(chars.get(i + 1), Some('>') | Some('|')) {
+                    i += 1;
+                }
+                if chars.get(i + 1) == Some(&'&') {
+                    // `>&2`: a descriptor, not a file.
+                    i += 1;
+                    while i + 1 < chars.len() && chars[i + 1].is_ascii_digit() {
+                        i += 1;
+                    }
+                } else {
+                    out.push(Tok::Redirect);
+                }
+            }
+            '<' => {
+                flush(&mut word, &mut in_word, &mut out);
+                if chars.get(i + 1) == Some(&'<') {
+                    i += 1;
+                    if chars.get(i + 1) == Some(&'-') {
+                        i += 1;
+                    }
+                    out.push(Tok::Heredoc);
+                    want_delim = true;
+                } else {
+                    out.push(Tok::Input);
+                }
+            }
+            _ => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+        i += 1;
+        if want_delim && let Some(Tok::Word(w)) = out.last() {
+            heredocs.push(w.clone());
+            want_delim = false;
+        }
+    }
+    flush(&mut word, &mut in_word, &mut out);
+    out
+}
+
+fn split(s: &str) -> Vec<Simple> {
+    let mut out = Vec::new();
+    let mut cur = Simple::default();
+    let mut toks = tokenize(s).into_iter().peekable();
+    while let Some(t) = toks.next() {
+        match t {
+            Tok::Word(w) => cur.words.push(w),
+            Tok::Sep => {
+                if !cur.words.is_empty() || !cur.redirects.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            Tok::Redirect => {
+                if let Some(Tok::Word(_)) = toks.peek()
+                    && let Some(Tok::Word(w)) = toks.next()
+                {
+                    cur.redirects.push(w);
+                }
+            }
+            Tok::Input | Tok::Heredoc => {
+                if let Some(Tok::Word(_)) = toks.peek() {
+                    toks.next();
+                }
+            }
+        }
+    }
+    if !cur.words.is_empty() || !cur.redirects.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Whether `cmd` runs one of `tests` (each a program with its leading arguments, e.g.
+/// `["cargo", "test"]`): some simple command starts with it.
+pub fn runs_tests(cmd: &Cmd, tests: &[Vec<String>]) -> bool {
+    cmd.simple_commands().iter().any(|s| {
+        let w = s.program_words();
+        tests.iter().any(|t| {
+            !t.is_empty()
+                && w.len() >= t.len()
+                && w.iter().zip(t).enumerate().all(|(i, (a, b))| {
+                    if i == 0 {
+                        a == b || a.rsplit('/').next() == Some(b.as_str())
+                    } else {
+                        a == b
+                    }
+                })
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn targets(line: &str) -> Vec<String> {
+        Cmd::Shell(line.into())
+            .simple_commands()
+            .iter()
+            .flat_map(Simple::write_targets)
+            .collect()
+    }
+
+    #[test]
+    fn finds_the_files_a_shell_line_writes() {
+        assert_eq!(targets("echo hi > src/a.rs"), ["src/a.rs"]);
+        assert_eq!(targets("echo hi>>src/a.rs"), ["src/a.rs"]);
+        assert_eq!(targets("cargo build 2>err.log"), ["err.log"]);
+        assert_eq!(targets("cargo build 2>&1 | tee -a out.log"), ["out.log"]);
+        assert_eq!(targets("ls >/dev/null"), Vec::<String>::new());
+        assert_eq!(
+            targets("sed -i 's/a/b/' src/a.rs src/b.rs"),
+            ["src/a.rs", "src/b.rs"]
+        );
+        assert_eq!(targets("sed -e 's/a/b/' -i src/a.rs"), ["src/a.rs"]);
+        assert_eq!(targets("sed 's/a/b/' src/a.rs"), Vec::<String>::new());
+        assert_eq!(targets("cd x && cp /tmp/a.rs src/a.rs"), ["src/a.rs"]);
+        assert_eq!(targets("mv -f old.rs src/"), ["src/", "src/old.rs"]);
+        assert_eq!(targets("dd if=/dev/zero of=src/a.rs"), ["src/a.rs"]);
+        assert_eq!(targets("FOO=1 sudo tee src/a.rs"), ["src/a.rs"]);
+        assert_eq!(targets("echo 'a > b' \"c > d\""), Vec::<String>::new());
+        assert_eq!(
+            targets("cat > src/a.rs <<'EOF'\nfn f() { if a > b {} }\nEOF\necho done > log"),
+            ["src/a.rs", "log"]
+        );
+    }
+
+    #[test]
+    fn sh_c_through_run_command_is_read_as_a_shell_line() {
+        let c = Cmd::from_argv(vec!["bash".into(), "-c".into(), "echo x > src/a.rs".into()]);
+        assert_eq!(c, Cmd::Shell("echo x > src/a.rs".into()));
+        let c = Cmd::from_argv(vec!["cp".into(), "a".into(), "src/a.rs".into()]);
+        assert!(
+            c.simple_commands()[0]
+                .write_targets()
+                .contains(&"src/a.rs".to_owned())
+        );
+    }
+
+    #[test]
+    fn recognizes_test_commands() {
+        let tests = vec![
+            vec!["cargo".to_owned(), "test".to_owned()],
+            vec!["pytest".to_owned()],
+        ];
+        let yes = |s: &str| runs_tests(&Cmd::Shell(s.into()), &tests);
+        assert!(yes("cargo test -p x"));
+        assert!(yes("cd crates/a && RUST_LOG=1 cargo test"));
+        assert!(yes("/usr/bin/pytest -q"));
+        assert!(!yes("cargo build"));
+        assert!(!yes("echo cargo test"));
+        assert!(runs_tests(
+            &Cmd::Argv(vec!["cargo".into(), "test".into()]),
+            &tests
+        ));
+    }
+}
