@@ -412,6 +412,10 @@ impl SprintDoc {
         for e in &mut self.scan.entries {
             offset_slot(&mut e.slot, shift);
         }
+        self.verify |= changes
+            .iter()
+            .any(|c| c.note.is_some() || c.reason.is_some());
+        self.expected_len = out.len();
         self.text = out;
         for (s, base) in splices.into_iter().zip(starts) {
             match s.target {

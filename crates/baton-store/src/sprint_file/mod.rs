@@ -107,6 +107,14 @@ pub struct SprintDoc {
     scan: Scan,
     sprint: Sprint,
     disk: Option<DiskVersion>,
+    /// Whether the next write must parse the whole text again first: an edit wrote free text
+    /// (a note, a reason). A status-only edit writes canonical tokens into spans the scanner
+    /// placed, which cannot change what the rest of the file means, so it skips the parse and
+    /// a durable step stays flat in the size of the file.
+    verify: bool,
+    /// The text's length after the last parse or edit: anything else changed it behind the
+    /// editor's back, and the next write parses it whole.
+    expected_len: usize,
 }
 
 impl SprintDoc {
@@ -149,12 +157,15 @@ impl SprintDoc {
             return Err(syntax(l, None, m));
         }
         let sprint = model(&text, &scan);
+        let text_len = text.len();
         Ok(SprintDoc {
             path: path.to_path_buf(),
             text,
             scan,
             sprint,
             disk: None,
+            verify: false,
+            expected_len: text_len,
         })
     }
 
@@ -191,15 +202,17 @@ impl SprintDoc {
         if self.changed_on_disk() {
             return Err(conflict());
         }
-        match SprintDoc::parse(&self.path, self.text.clone()) {
-            Ok(back) if same_model(&back.sprint, &self.sprint) => {}
-            Ok(_) => {
+        let check = self.verify || self.text.len() != self.expected_len;
+        match check.then(|| SprintDoc::parse(&self.path, self.text.clone())) {
+            None => {}
+            Some(Ok(back)) if same_model(&back.sprint, &self.sprint) => {}
+            Some(Ok(_)) => {
                 return Err(PersistError::Unreadable {
                     path: self.path.clone(),
                     detail: "it would read back differently".to_owned(),
                 });
             }
-            Err(e) => {
+            Some(Err(e)) => {
                 return Err(PersistError::Unreadable {
                     path: self.path.clone(),
                     detail: e.to_string(),
@@ -224,6 +237,7 @@ impl SprintDoc {
             return Err(conflict());
         };
         self.disk = Some(DiskVersion::of(&meta));
+        self.verify = false;
         Ok(())
     }
 
