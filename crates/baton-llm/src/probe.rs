@@ -61,9 +61,15 @@ pub async fn list_models(
             _ => detail,
         },
     };
-    let response = request.send().await.map_err(|e| connection(chain(&e)))?;
+    let response = request
+        .send()
+        .await
+        .map_err(|e| connection(crate::retry::error_chain(&e)))?;
     let status = response.status().as_u16();
-    let text = response.text().await.map_err(|e| connection(chain(&e)))?;
+    let text = response
+        .text()
+        .await
+        .map_err(|e| connection(crate::retry::error_chain(&e)))?;
     if !(200..300).contains(&status) {
         let mut body: String = text.chars().take(300).collect();
         if let Some(key) = api_key.filter(|k| !k.is_empty()) {
@@ -90,20 +96,6 @@ pub async fn list_models(
         .filter_map(|m| m["id"].as_str().or_else(|| m["name"].as_str()))
         .map(str::to_owned)
         .collect())
-}
-
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// Whether the provider streamed usage for a short answer: `Ok(Some(usage))` when it did,

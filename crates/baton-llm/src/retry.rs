@@ -471,7 +471,7 @@ fn aborted(reason: String, decoder: &impl StreamDecoder) -> LlmError {
 }
 
 /// An error with its sources, `: `-separated (reqwest hides the useful part in the chain).
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
