@@ -8,6 +8,7 @@ use std::path::Path;
 
 /// Records the commit a story's work starts from (`baseline_commit`, as BMad 6.8+ does).
 pub fn set_baseline(path: &Path, commit: &str) -> Result<(), EngineError> {
+    refuse_link(path)?;
     let mut doc = Document::load(path).map_err(|e| EngineError::file(path, e))?;
     if doc
         .get::<String>("baseline_commit")
@@ -64,7 +65,20 @@ fn append_under(text: &str, heading: &str, block: &str) -> String {
     }
 }
 
+/// A story file an agent replaced with a symlink would have baton write wherever it points
+/// (the atomic replace writes a link's target): refuse it.
+fn refuse_link(path: &Path) -> Result<(), EngineError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(EngineError::file(
+            path,
+            "is a symlink; baton writes story files only in place, never through a link",
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn edit(path: &Path, f: impl FnOnce(&str) -> String) -> Result<(), EngineError> {
+    refuse_link(path)?;
     let text = read(path)?;
     let new = f(&text);
     // Not flushed: the stage's commit follows, and a story file lost to a power cut is rebuilt
@@ -106,6 +120,27 @@ pub fn latest_findings(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_story_file_that_is_a_link_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.md");
+        fs_write(&outside, "---\nx: 1\n---\n# Not a story\n");
+        let story = dir.path().join("1-1-a.md");
+        std::os::unix::fs::symlink(&outside, &story).unwrap();
+        assert!(add_review_findings(&story, "Round 1").is_err());
+        assert!(add_halt(&story, "stop").is_err());
+        assert!(set_baseline(&story, "abc").is_err());
+        assert_eq!(
+            std::fs::read_to_string(&outside).unwrap(),
+            "---\nx: 1\n---\n# Not a story\n"
+        );
+    }
+
+    fn fs_write(p: &Path, text: &str) {
+        std::fs::write(p, text).unwrap();
+    }
 
     #[test]
     fn findings_go_before_dev_notes_and_accumulate() {
