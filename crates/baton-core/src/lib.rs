@@ -2,7 +2,8 @@
 //!
 //! Keys and statuses of a BMad Method v6 `sprint-status.yaml`, the transition table that says which
 //! moves are legal and for whom, how an epic follows its stories, the "what next" order, date
-//! stamps, and the validation of a whole sprint. Nothing here does IO: every input arrives as a
+//! stamps, the validation of a whole sprint, and plan files with the per-task machine of
+//! subagent-driven development. Nothing here does IO: every input arrives as a
 //! value and every answer leaves as one, so the rules can be tested exhaustively and reused by
 //! every front end.
 
@@ -13,6 +14,7 @@ pub mod epic;
 pub mod escalation;
 pub mod key;
 pub mod next;
+pub mod sdd;
 pub mod sprint;
 pub mod stall;
 pub mod stamp;

@@ -1,0 +1,6 @@
+//! Subagent-driven development of a plan file: the plan's tasks ([`plan`]) and the pure machine
+//! that decides each task's next step from its journaled history ([`machine`]).
+
+pub mod plan;
+
+pub use plan::{Plan, PlanError, PlanSource, PlanTask, parse_plan};
