@@ -25,17 +25,26 @@ pub enum EscalationKind {
     Checkpoint,
     /// An agent called `escalate`.
     Agent,
+    /// A plan task's review still fails after `max_iterations` fix rounds.
+    SddMaxIterations,
+    /// A plan task's reviewer gave no usable verdict.
+    SddInconclusive,
+    /// A plan task's agent failed, halted or escalated.
+    SddAgent,
 }
 
 impl EscalationKind {
     /// Every kind.
-    pub const ALL: [EscalationKind; 6] = [
+    pub const ALL: [EscalationKind; 9] = [
         EscalationKind::MaxReviewRounds,
         EscalationKind::Stall,
         EscalationKind::InconclusiveReview,
         EscalationKind::TooFewFindings,
         EscalationKind::Checkpoint,
         EscalationKind::Agent,
+        EscalationKind::SddMaxIterations,
+        EscalationKind::SddInconclusive,
+        EscalationKind::SddAgent,
     ];
 
     /// The stable id stored in the journal.
@@ -47,6 +56,9 @@ impl EscalationKind {
             EscalationKind::TooFewFindings => "too-few-findings",
             EscalationKind::Checkpoint => "checkpoint",
             EscalationKind::Agent => "agent",
+            EscalationKind::SddMaxIterations => "sdd-max-iterations",
+            EscalationKind::SddInconclusive => "sdd-inconclusive",
+            EscalationKind::SddAgent => "sdd-agent",
         }
     }
 
@@ -66,6 +78,24 @@ impl EscalationKind {
             }
             EscalationKind::Checkpoint => &[Choice::Confirm, Choice::SendBack],
             EscalationKind::Agent => &[],
+            EscalationKind::SddMaxIterations => &[
+                Choice::FixManually,
+                Choice::SkipReview,
+                Choice::AdjustPlan,
+                Choice::Abort,
+            ],
+            EscalationKind::SddInconclusive => &[
+                Choice::RerunReview,
+                Choice::SkipReview,
+                Choice::AdjustPlan,
+                Choice::Abort,
+            ],
+            EscalationKind::SddAgent => &[
+                Choice::Retry,
+                Choice::FixManually,
+                Choice::AdjustPlan,
+                Choice::Abort,
+            ],
         }
     }
 }
@@ -91,18 +121,33 @@ pub enum Choice {
     Confirm,
     /// Send the story back for another round.
     SendBack,
+    /// A human fixed it in the tree; review again.
+    FixManually,
+    /// Count the failing review as passed and go on.
+    SkipReview,
+    /// Stop so a human can edit the plan; the task starts over on the next run.
+    AdjustPlan,
+    /// Abort the run; the task starts over on the next run.
+    Abort,
+    /// Run the failed step again.
+    Retry,
     /// One of the options an agent offered, as written.
     Custom(String),
 }
 
 /// The typed choices, for lookups by id and label.
-const TYPED: [Choice; 6] = [
+const TYPED: [Choice; 11] = [
     Choice::AnotherRound,
     Choice::RerunReview,
     Choice::Accept,
     Choice::Stop,
     Choice::Confirm,
     Choice::SendBack,
+    Choice::FixManually,
+    Choice::SkipReview,
+    Choice::AdjustPlan,
+    Choice::Abort,
+    Choice::Retry,
 ];
 
 impl Choice {
@@ -115,6 +160,11 @@ impl Choice {
             Choice::Stop => "stop",
             Choice::Confirm => "confirm",
             Choice::SendBack => "send-back",
+            Choice::FixManually => "fix-manually",
+            Choice::SkipReview => "skip-review",
+            Choice::AdjustPlan => "adjust-plan",
+            Choice::Abort => "abort",
+            Choice::Retry => "retry",
             Choice::Custom(s) => s,
         }
     }
@@ -128,6 +178,11 @@ impl Choice {
             Choice::Stop => "stop (needs-intervention)",
             Choice::Confirm => "confirm done",
             Choice::SendBack => "send back for another round",
+            Choice::FixManually => "fixed by hand: review again",
+            Choice::SkipReview => "skip this review",
+            Choice::AdjustPlan => "adjust the plan (stop; the task starts over)",
+            Choice::Abort => "abort the run",
+            Choice::Retry => "run the step again",
             Choice::Custom(s) => s,
         }
     }

@@ -4,3 +4,9 @@
 pub mod plan;
 
 pub use plan::{Plan, PlanError, PlanSource, PlanTask, parse_plan};
+pub mod machine;
+
+pub use machine::{
+    Gate, Mark, SddDetail, SddEnd, SddEscalation, SddRules, SddRun, SddStage, SddStep,
+    TaskDecision, TaskFacts, TaskState, TaskView, decide, view,
+};
