@@ -158,6 +158,20 @@ CREATE TABLE guard_allowances (
     consumed_by TEXT
 );
 "#,
+    // v5 → v6: the tasks of plan files driven by `baton sdd`, with the state each was last
+    // seen in (the steps and escalations of a task are keyed `sdd:<plan>#<task id>`).
+    r#"
+CREATE TABLE sdd_tasks (
+    plan        TEXT NOT NULL,
+    task_id     TEXT NOT NULL,
+    position    INTEGER NOT NULL,
+    title       TEXT NOT NULL,
+    state       TEXT NOT NULL,
+    run_id      TEXT,
+    updated_at  TEXT NOT NULL,
+    PRIMARY KEY (plan, task_id)
+);
+"#,
 ];
 
 /// The schema version this build writes and understands.
@@ -235,7 +249,7 @@ mod tests {
         assert_eq!(user_version(&conn, path).unwrap(), 0);
         assert_eq!(migrate(&mut conn, path).unwrap(), 0);
         assert_eq!(user_version(&conn, path).unwrap(), LATEST);
-        assert_eq!(LATEST, 5);
+        assert_eq!(LATEST, 6);
         let names = tables(&conn);
         for table in [
             "cost_ledger",
@@ -245,6 +259,7 @@ mod tests {
             "guard_log",
             "guard_settings",
             "runs",
+            "sdd_tasks",
             "steps",
         ] {
             assert!(

@@ -11,6 +11,7 @@ mod sqlite;
 
 pub use sqlite::SqliteJournal;
 pub use sqlite::guard::{Allowance, GuardRecord, NewGuardRecord};
+pub use sqlite::sdd::SddTaskRecord;
 
 use serde::Serialize;
 use std::path::PathBuf;

@@ -25,6 +25,8 @@ use std::time::Duration;
 /// How long a writer waits for another process's write lock before giving up.
 #[path = "guard.rs"]
 pub(super) mod guard;
+#[path = "sdd.rs"]
+pub(super) mod sdd;
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
