@@ -14,7 +14,7 @@ use crate::outcome::{Outcome, Status, halt_reason};
 use crate::tools::{Escalation, ToolContext, Toolbox};
 use crate::transcript::Transcript;
 use crate::workspace::Workspace;
-use baton_core::budget::{BudgetLimits, BudgetState, Spend};
+use baton_core::budget::{Admission, BudgetLimits, BudgetState, Spend};
 use baton_llm::pricing::{Price, cost_usd};
 use baton_llm::{
     ChatRequest, LlmError, Message, ModelClient, ModelSpec, StopReason, StreamEvent, Usage,
@@ -57,6 +57,8 @@ pub struct Budget {
     spent: Mutex<Spend>,
     /// Providers already reported as streaming no usage (the warning is given once each).
     estimated: Mutex<std::collections::BTreeSet<String>>,
+    /// Runs and spending of each agent, for projecting its next run.
+    per_agent: Mutex<std::collections::BTreeMap<String, (u32, f64)>>,
 }
 
 impl Budget {
@@ -66,7 +68,35 @@ impl Budget {
             limits,
             spent: Mutex::new(Spend::default()),
             estimated: Mutex::new(Default::default()),
+            per_agent: Mutex::new(Default::default()),
         }
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> BudgetLimits {
+        self.limits
+    }
+
+    /// Records what a finished run of `agent` cost.
+    pub fn record_run(&self, agent: &str, usd: f64) {
+        if let Ok(mut m) = self.per_agent.lock() {
+            let e = m.entry(agent.to_owned()).or_insert((0, 0.0));
+            e.0 += 1;
+            e.1 += usd;
+        }
+    }
+
+    /// What the next run of `agent` is expected to cost: its average so far.
+    pub fn projected(&self, agent: &str) -> Option<f64> {
+        let m = self.per_agent.lock().ok()?;
+        let (runs, usd) = m.get(agent)?;
+        (*runs > 0).then(|| usd / f64::from(*runs))
+    }
+
+    /// Whether `agent` may be dispatched now ([`BudgetLimits::admit`]).
+    pub fn admit(&self, agent: &str) -> Admission {
+        self.limits
+            .admit(agent, self.spent().usd, self.projected(agent))
     }
 
     /// Records that `provider` streamed no usage; `true` the first time for that provider.
@@ -329,6 +359,9 @@ impl Runner {
             usage_estimated: state.usage_estimated,
         };
         transcript.write("outcome", &outcome);
+        if outcome.turns > 0 {
+            self.budget.record_run(&def.name, outcome.cost_usd);
+        }
         self.emit(AgentEvent::Finished {
             agent: def.name.clone(),
             status,
@@ -383,6 +416,14 @@ impl Runner {
         }];
         let specs = self.tools.specs();
         let mut warned = false;
+        match self.budget.admit(&def.name) {
+            Admission::Go => {}
+            Admission::Warn(why) => self.emit(AgentEvent::BudgetWarning {
+                agent: def.name.clone(),
+                message: why,
+            }),
+            Admission::Refuse(why) => return Err((Status::Cancelled, format!("budget: {why}"))),
+        }
         // The tail of the agent's own words, for the context sources.
         let mut recent = String::new();
         loop {

@@ -97,6 +97,17 @@ pub enum Command {
     )]
     Sprint(SprintArgs),
 
+    /// Develop a plan file task by task: implementer, spec and quality reviews, fix rounds.
+    #[command(
+        after_help = "Examples:\n  baton sdd PLAN.md\n  baton sdd PLAN.md --security --performance --max-iterations 2\n  \
+        baton sdd PLAN.md --hard-usd 5 --json\n\n\
+        Tasks come from a ```baton-tasks block (or `### Task N: Title` headings). Exit codes: 0 every \
+        task complete, 1 an error or an aborted run, 3 paused on an escalation (answer with `baton \
+        answer`), 4 stopped by the budget. A run killed at any moment resumes where it stood: run \
+        the same command again. See docs/sdd.md."
+    )]
+    Sdd(SddArgs),
+
     /// List escalations waiting for an answer (all with --all).
     #[command(after_help = "Examples:\n  baton escalations\n  baton escalations --all --json")]
     Escalations(EscalationsArgs),
@@ -300,6 +311,9 @@ pub struct TeamArgs {
     /// Auto-confirm checkpoints and proceed with the recommended path.
     #[arg(long)]
     pub yolo: bool,
+    /// Cost limits of this run.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Print the report as JSON (progress lines are not printed).
     #[arg(long)]
     pub json: bool,
@@ -323,9 +337,57 @@ pub struct SprintArgs {
     /// Start even if the git working tree has uncommitted changes.
     #[arg(long)]
     pub allow_dirty: bool,
+    /// Cost limits of this run.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// Stream events as JSON lines and end with the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `baton sdd`.
+#[derive(Debug, Args)]
+pub struct SddArgs {
+    /// The plan file.
+    pub plan: PathBuf,
+    /// Fix rounds per review before a human is asked (default 3).
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u32>,
+    /// Also run the security review (with the performance review, concurrently).
+    #[arg(long)]
+    pub security: bool,
+    /// Also run the performance review.
+    #[arg(long)]
+    pub performance: bool,
+    /// Run the implementer without the test-first guard (on by default for `baton sdd`).
+    #[arg(long)]
+    pub no_tdd: bool,
+    /// Use this `provider/model` for every agent.
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// Start even if the git working tree has uncommitted changes.
+    #[arg(long)]
+    pub allow_dirty: bool,
+    /// Cost limits of this run.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    /// Stream events as JSON lines and end with the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Cost limits given on the command line (they replace `[budget]`'s).
+#[derive(Debug, Clone, Default, Args)]
+pub struct BudgetArgs {
+    /// Warn before a dispatch that would take spending past this many US dollars.
+    #[arg(long, value_name = "USD")]
+    pub warn_usd: Option<f64>,
+    /// Refuse a dispatch that would take spending past this, and stop a stream that does.
+    #[arg(long, value_name = "USD")]
+    pub hard_usd: Option<f64>,
+    /// Dispatch even when the projected cost crosses `hard_usd` (a stream is still stopped there).
+    #[arg(long)]
+    pub allow_over_budget: bool,
 }
 
 /// `baton escalations`.

@@ -23,9 +23,11 @@
 //!   `[tdd] test_commands` and `[tdd.overrides]` are ignored (a repository could make `echo` a
 //!   "test run", or map code to a test that is always there), and so is the sprint's test command
 //!   as a test command of the guard;
-//! - `[rules] enabled = false` is ignored (rules only ever add guidance).
+//! - `[rules] enabled = false` is ignored (rules only ever add guidance);
+//! - `[budget]` limits apply (they can only lower what a run may spend: there is no limit by
+//!   default), but `allow_over_budget = true` is ignored: it would lift `hard_usd`.
 //!
-//! Everything else (budget limits, timeouts of runs and agents, batch sizes, `[agents] model`
+//! Everything else ( timeouts of runs and agents, batch sizes, `[agents] model`
 //! among the bundled providers) only changes how much work is done, and applies as written.
 
 use crate::config::RawConfig;
@@ -45,7 +47,18 @@ pub fn narrow(raw: &mut RawConfig) -> Vec<String> {
     test_command(raw, &mut ignored);
     paths(raw, &mut ignored);
     tdd(raw, &mut ignored);
+    budget(raw, &mut ignored);
     ignored
+}
+
+fn budget(raw: &mut RawConfig, ignored: &mut Vec<String>) {
+    if raw.budget.allow_over_budget {
+        raw.budget.allow_over_budget = false;
+        ignored.push(
+            "[budget] allow_over_budget: an untrusted project may lower limits, not lift them"
+                .to_owned(),
+        );
+    }
 }
 
 fn tdd(raw: &mut RawConfig, ignored: &mut Vec<String>) {
@@ -377,6 +390,27 @@ mod tests {
             assert_eq!(raw.paths.sprint_status, None, "{p}");
             assert_eq!(ignored.len(), 1);
         }
+    }
+
+    #[test]
+    fn budget_limits_apply_but_cannot_be_lifted() {
+        let (raw, ignored) =
+            narrowed("[budget]\nwarn_usd = 1.0\nhard_usd = 2.0\nallow_over_budget = true\n");
+        assert_eq!(ignored.len(), 1, "{ignored:#?}");
+        assert!(ignored[0].contains("allow_over_budget"));
+        let cfg = Config::resolve(Path::new("/p"), raw);
+        assert_eq!(
+            (cfg.budget.warn_usd, cfg.budget.hard_usd),
+            (Some(1.0), Some(2.0))
+        );
+        assert!(!cfg.budget.allow_over_budget);
+        // A trusted project's setting is kept.
+        let trusted = parse(
+            Path::new("baton.toml"),
+            "[budget]\nhard_usd = 2.0\nallow_over_budget = true\n",
+        )
+        .unwrap();
+        assert!(trusted.budget.allow_over_budget);
     }
 
     #[test]

@@ -2,7 +2,10 @@
 //!
 //! Limits are in US dollars (`warn_usd`, `hard_usd`) and tokens (input, output). A run is checked
 //! before every model call and while a response streams in (with the stream's estimated cost
-//! added); crossing a hard limit stops it.
+//! added); crossing a hard limit stops it. Before an agent is dispatched, its cost is projected
+//! from that agent's average so far ([`BudgetLimits::admit`]): a dispatch that would cross
+//! `warn_usd` is warned about, one that would cross `hard_usd` is refused unless
+//! `allow_over_budget` (the stream is still stopped at the hard limit).
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +21,20 @@ pub struct BudgetLimits {
     pub max_input_tokens: Option<u64>,
     /// Stop once this many output tokens were used.
     pub max_output_tokens: Option<u64>,
+    /// Dispatch an agent even when its projected cost crosses `hard_usd`.
+    #[serde(default)]
+    pub allow_over_budget: bool,
+}
+
+/// Whether an agent may be dispatched, from its projected cost.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Admission {
+    /// Go ahead.
+    Go,
+    /// Go ahead, but say this first.
+    Warn(String),
+    /// Do not dispatch.
+    Refuse(String),
 }
 
 /// What a run has spent.
@@ -90,6 +107,42 @@ impl BudgetLimits {
         }
         BudgetState::Ok
     }
+
+    /// Whether `agent` may be dispatched with `spent_usd` spent, its run projected to cost
+    /// `projected_usd` (its average so far; `None`: no run of it yet, nothing to project).
+    pub fn admit(&self, agent: &str, spent_usd: f64, projected_usd: Option<f64>) -> Admission {
+        let Some(next) = projected_usd.filter(|p| p.is_finite() && *p > 0.0) else {
+            return Admission::Go;
+        };
+        let after = spent_usd + next;
+        if let Some(hard) = self.hard_usd
+            && after >= hard
+        {
+            let what = format!(
+                "the next `{agent}` run (about ${next:.4}, its average so far) would take \
+                 spending from ${spent_usd:.4} to ${after:.4}, past the hard limit of ${hard}"
+            );
+            return if self.allow_over_budget {
+                Admission::Warn(format!(
+                    "{what}; dispatched anyway (over budget allowed), it stops at the limit"
+                ))
+            } else {
+                Admission::Refuse(format!(
+                    "{what}; not dispatched (allow it with --allow-over-budget)"
+                ))
+            };
+        }
+        if let Some(warn) = self.warn_usd
+            && spent_usd < warn
+            && after >= warn
+        {
+            return Admission::Warn(format!(
+                "the next `{agent}` run (about ${next:.4}, its average so far) would take \
+                 spending from ${spent_usd:.4} to ${after:.4}, past the warning line of ${warn}"
+            ));
+        }
+        Admission::Go
+    }
 }
 
 #[cfg(test)]
@@ -103,6 +156,7 @@ mod tests {
             hard_usd: Some(2.0),
             max_input_tokens: None,
             max_output_tokens: Some(100),
+            allow_over_budget: false,
         };
         let spend = |usd, output_tokens| Spend {
             usd,
@@ -119,6 +173,44 @@ mod tests {
         assert_eq!(
             BudgetLimits::default().assess(spend(1e9, 1 << 40)),
             BudgetState::Ok
+        );
+    }
+
+    #[test]
+    fn a_dispatch_is_projected_from_the_agents_average() {
+        let l = BudgetLimits {
+            warn_usd: Some(1.0),
+            hard_usd: Some(2.0),
+            ..BudgetLimits::default()
+        };
+        // No run of the agent yet: nothing to project.
+        assert_eq!(l.admit("a", 1.9, None), Admission::Go);
+        assert_eq!(l.admit("a", 0.1, Some(0.5)), Admission::Go);
+        // Crossing the warning line warns once it would be crossed, not after.
+        let Admission::Warn(w) = l.admit("a", 0.6, Some(0.5)) else {
+            panic!()
+        };
+        assert!(w.contains("warning line of $1"), "{w}");
+        assert_eq!(l.admit("a", 1.2, Some(0.5)), Admission::Go);
+        // Crossing the hard limit refuses, unless over budget is allowed.
+        let Admission::Refuse(r) = l.admit("implementer", 1.6, Some(0.5)) else {
+            panic!()
+        };
+        assert!(
+            r.contains("`implementer`") && r.contains("--allow-over-budget"),
+            "{r}"
+        );
+        let over = BudgetLimits {
+            allow_over_budget: true,
+            ..l
+        };
+        assert!(matches!(
+            over.admit("implementer", 1.6, Some(0.5)),
+            Admission::Warn(_)
+        ));
+        assert_eq!(
+            BudgetLimits::default().admit("a", 1e9, Some(1e9)),
+            Admission::Go
         );
     }
 }

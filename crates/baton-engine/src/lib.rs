@@ -25,7 +25,7 @@ pub mod tamper;
 pub mod workflows;
 
 pub use error::EngineError;
-pub use workflows::team;
+pub use workflows::{sdd, team};
 
 /// The sprint workflow, under its short name.
 pub mod sprint {

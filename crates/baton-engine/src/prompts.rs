@@ -19,6 +19,12 @@ pub const TESTS_LINE: &str = include_str!("prompts/tests_line.md");
 pub const FAILING_TESTS: &str = include_str!("prompts/failing_tests.md");
 /// A code review or an end-to-end verification.
 pub const REVIEW: &str = include_str!("prompts/review.md");
+/// A plan task's implementation (subagent-driven development).
+pub const SDD_IMPLEMENT: &str = include_str!("prompts/sdd_implement.md");
+/// A plan task's fix round.
+pub const SDD_FIX: &str = include_str!("prompts/sdd_fix.md");
+/// A plan task's review (spec, quality, security, performance).
+pub const SDD_REVIEW: &str = include_str!("prompts/sdd_review.md");
 /// An epic's retrospective.
 pub const RETRO: &str = include_str!("prompts/retro.md");
 

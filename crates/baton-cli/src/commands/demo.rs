@@ -130,6 +130,7 @@ pub fn run(args: &DemoArgs) -> Result<Code> {
         yolo: true,
         model: args.model.clone(),
         allow_dirty: false,
+        budget: Default::default(),
         json: args.json,
     };
     let report = super::sprint::run_sprint(&dir, &cfg, &sprint_args, settings)?;

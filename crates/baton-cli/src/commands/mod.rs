@@ -6,6 +6,7 @@ mod doctor;
 mod guard;
 mod init;
 mod log;
+mod sdd;
 mod set;
 mod sprint;
 mod status;
@@ -48,6 +49,7 @@ pub fn run(cli: Cli) -> Result<Code> {
         Command::Trust(args) => agents::trust(&root, &args),
         Command::Team(args) => team::run(&root, &args),
         Command::Sprint(args) => sprint::run(&root, &args),
+        Command::Sdd(args) => sdd::run(&root, &args),
         Command::Escalations(args) => sprint::escalations(&root, &args),
         Command::Answer(args) => sprint::answer(&root, &args),
         Command::Tdd(args) => tdd::run(&root, &args),

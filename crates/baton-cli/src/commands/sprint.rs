@@ -51,7 +51,7 @@ pub fn settings(
 }
 
 /// Asks the human at the terminal; `None`: answer later.
-fn ask(e: &EscalationView) -> Option<String> {
+pub(crate) fn ask(e: &EscalationView) -> Option<String> {
     eprintln!("\nescalation #{}: {}\n{}", e.id, e.title, e.finding);
     for (i, o) in e.options.iter().enumerate() {
         eprintln!("  {}. {o}", i + 1);
@@ -443,7 +443,8 @@ pub fn print_report(report: &SprintReport, json: bool) -> Result<()> {
 
 /// Runs `baton sprint`.
 pub fn run(root: &Path, args: &SprintArgs) -> Result<Code> {
-    let cfg = crate::project::config(root)?;
+    super::sdd::check_budget_args(&args.budget)?;
+    let cfg = super::sdd::with_budget(crate::project::config(root)?, &args.budget);
     let settings = settings(&cfg, args.batch, args.stories.clone(), args.allow_dirty)?;
     let report = run_sprint(root, &cfg, args, settings)?;
     print_report(&report, args.json)?;
@@ -511,8 +512,16 @@ pub fn answer(root: &Path, args: &AnswerArgs) -> Result<Code> {
     }
     let choice = choose(kind, &e.options, &args.choice).map_err(anyhow::Error::msg)?;
     journal.answer_escalation(e.id, &choice, &jiff::Timestamp::now().to_string())?;
+    // A plan task's key is `sdd:<plan>#<id>`: `baton sdd <plan>` acts on its answer.
+    let next = match e.key.as_deref().and_then(|k| k.strip_prefix("sdd:")) {
+        Some(task) => format!(
+            "`baton sdd {}`",
+            task.rsplit_once('#').map_or(task, |(plan, _)| plan)
+        ),
+        None => "`baton sprint`".to_owned(),
+    };
     println!(
-        "escalation #{} answered: {}\nnext: `baton sprint` continues with it",
+        "escalation #{} answered: {}\nnext: {next} continues with it",
         e.id,
         baton_core::escalation::Choice::label_of(kind, &choice)
     );

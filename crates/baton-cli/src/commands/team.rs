@@ -51,7 +51,8 @@ fn dispatch(args: &TeamArgs) -> Result<(Dispatch, String)> {
 /// Runs `baton team`.
 pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
     let (dispatch, task) = dispatch(args)?;
-    let cfg = crate::project::config(root)?;
+    super::sdd::check_budget_args(&args.budget)?;
+    let cfg = super::sdd::with_budget(crate::project::config(root)?, &args.budget);
     let found = super::agents::discover(root);
     for n in &found.notices {
         eprintln!("note: {n}");

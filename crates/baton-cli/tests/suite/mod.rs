@@ -11,6 +11,7 @@ mod hardening;
 mod init;
 mod log;
 mod regression;
+mod sdd;
 mod set;
 mod snapshots;
 mod sprint;

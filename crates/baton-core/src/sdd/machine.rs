@@ -159,6 +159,9 @@ impl fmt::Display for TaskState {
 /// What a settled step leaves for later decisions (stored as JSON beside the step).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SddDetail {
+    /// The commit the task's work started from (an implement step records it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
     /// Why it failed or was inconclusive; a review's summary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

@@ -34,6 +34,7 @@ impl T {
             round: 1,
             outcome,
             detail: SddDetail {
+                base: None,
                 reason: Some(format!("{stage} said so")),
                 findings: critical + 1,
                 critical,

@@ -1,0 +1,295 @@
+//! `baton sdd PLAN.md`: subagent-driven development of a plan file. This module reads the plan,
+//! wires the agents (the test-first guard on unless `--no-tdd`), renders the engine's events
+//! (status lines, stages, commits, escalations; JSON lines with `--json`) and prints the report.
+
+use super::team::{build_setup, run_id};
+use crate::cli::{BudgetArgs, SddArgs};
+use crate::commands::Code;
+use crate::config::Config;
+use anyhow::{Context, Result, bail};
+use baton_agent::runner::Mode;
+use baton_agent::tdd::{TddCore, TddMode};
+use baton_core::sdd::{SddRules, parse_plan};
+use baton_engine::ctx::Answer;
+use baton_engine::protocol::Event;
+use baton_engine::sdd::{SddEngine, SddEvent, SddReport, SddSettings};
+use baton_engine::sprint::RunEnd;
+use baton_store::journal::SqliteJournal;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// `cfg` with the command line's cost limits in place of `[budget]`'s.
+pub fn with_budget(mut cfg: Config, b: &BudgetArgs) -> Config {
+    if b.warn_usd.is_some() {
+        cfg.budget.warn_usd = b.warn_usd;
+    }
+    if b.hard_usd.is_some() {
+        cfg.budget.hard_usd = b.hard_usd;
+    }
+    cfg.budget.allow_over_budget |= b.allow_over_budget;
+    cfg
+}
+
+/// Checks the command line's cost limits like `[budget]`'s.
+pub fn check_budget_args(b: &BudgetArgs) -> Result<()> {
+    for (flag, v) in [("--warn-usd", b.warn_usd), ("--hard-usd", b.hard_usd)] {
+        if let Some(v) = v
+            && !(v.is_finite() && v >= 0.0)
+        {
+            bail!("{flag} {v}: give a number of US dollars, 0 or more");
+        }
+    }
+    Ok(())
+}
+
+/// The plan file relative to the project root (it must lie inside it).
+fn relative_plan(root: &Path, plan: &Path) -> Result<String> {
+    // A relative path is taken from the current directory, else from the project root.
+    let abs = match std::env::current_dir() {
+        _ if plan.is_absolute() => plan.to_path_buf(),
+        Ok(cwd) if cwd.join(plan).is_file() => cwd.join(plan),
+        _ => root.join(plan),
+    };
+    let abs = abs
+        .canonicalize()
+        .with_context(|| format!("cannot open the plan `{}`", plan.display()))?;
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("cannot open the project `{}`", root.display()))?;
+    let rel = abs.strip_prefix(&root).map_err(|_| {
+        anyhow::anyhow!(
+            "the plan `{}` is outside the project `{}`",
+            plan.display(),
+            root.display()
+        )
+    })?;
+    Ok(rel.to_string_lossy().replace('\\', "/"))
+}
+
+fn print_event(e: &SddEvent, live_status: bool) {
+    match e {
+        SddEvent::Started {
+            run_id,
+            plan,
+            tasks,
+        } => eprintln!("run {run_id}: {plan}, {tasks} task(s)"),
+        SddEvent::Status { line, .. } => {
+            if live_status {
+                eprintln!("{line}");
+            }
+        }
+        SddEvent::Stage {
+            task,
+            stage,
+            round,
+            agent,
+        } => eprintln!("[task {task}] {stage} round {round} by {agent}"),
+        SddEvent::StageEnded {
+            task,
+            stage,
+            outcome,
+        } => eprintln!("[task {task}] {stage}: {outcome}"),
+        SddEvent::Commit {
+            message,
+            error: None,
+        } => eprintln!("committed: {message}"),
+        SddEvent::Commit {
+            message,
+            error: Some(err),
+        } => eprintln!("warning: could not commit `{message}`: {err}"),
+        SddEvent::Escalation { escalation } => {
+            eprintln!("escalation #{}: {}", escalation.id, escalation.title)
+        }
+        SddEvent::Notice { message } => eprintln!("note: {message}"),
+        SddEvent::Agent { agent_event } => match agent_event {
+            Event::Refused {
+                agent,
+                tool,
+                reason,
+            } => eprintln!("[{agent}] {tool} refused: {reason}"),
+            Event::BudgetWarning { agent, message } => {
+                eprintln!("[{agent}] budget warning: {message}")
+            }
+            Event::AgentFinished { agent, status } => eprintln!("[{agent}] {status}"),
+            _ => {}
+        },
+    }
+}
+
+fn exit_code(r: &SddReport) -> Code {
+    match r.end {
+        RunEnd::Completed => Code::Ok,
+        RunEnd::Paused => Code::Paused,
+        RunEnd::Stopped => Code::Budget,
+        RunEnd::Failed | RunEnd::Cancelled => Code::Error,
+    }
+}
+
+fn print_report(r: &SddReport, json: bool) -> Result<()> {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&serde_json::json!({ "event": "report", "report": r }))?
+        );
+        return Ok(());
+    }
+    println!(
+        "{}",
+        serde_saphyr::to_string(r)
+            .context("cannot render the report")?
+            .trim_end()
+    );
+    if let Some(e) = &r.escalation {
+        println!("\nescalation #{}: {}\n{}", e.id, e.title, e.finding);
+        for (i, o) in e.options.iter().enumerate() {
+            println!("  {}. {o}", i + 1);
+        }
+        println!(
+            "answer with: baton answer {} <1-{}>, then run `baton sdd {}` again",
+            e.id,
+            e.options.len(),
+            r.plan
+        );
+    }
+    Ok(())
+}
+
+/// The test-first guard for the implementer: the project's, or `tdd` when the project has none.
+fn guard(cfg: &Config, journal: &Arc<Mutex<SqliteJournal>>) -> Result<Arc<TddCore>> {
+    let core = TddCore::new(
+        super::tdd::settings(cfg, TddMode::Tdd),
+        &cfg.root,
+        journal.clone(),
+        "native",
+    )
+    .with_context(|| format!("`{}`", cfg.root.join(crate::config::FILE_NAME).display()))?;
+    Ok(Arc::new(core))
+}
+
+/// Runs `baton sdd`.
+pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
+    check_budget_args(&args.budget)?;
+    let cfg = with_budget(crate::project::config(root)?, &args.budget);
+    let plan_rel = relative_plan(root, &args.plan)?;
+    let plan_path = root.join(&plan_rel);
+    let text =
+        baton_store::bounded::read_to_string(&plan_path, baton_store::bounded::DOCUMENT_LIMIT)
+            .with_context(|| format!("cannot read the plan `{plan_rel}`"))?;
+    let plan = parse_plan(&text).map_err(|e| anyhow::anyhow!("`{plan_rel}` {e}"))?;
+    if args.max_iterations == Some(0) {
+        bail!("--max-iterations 0: give 1 or more fix rounds");
+    }
+    let found = super::agents::discover(root);
+    for n in &found.notices {
+        eprintln!("note: {n}");
+    }
+    for e in &found.errors {
+        eprintln!("warning: agent definition skipped: {e}");
+    }
+    let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
+    let run_id = run_id("sdd");
+    let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
+    let agent_tx = events_tx.clone();
+    let on_agent: baton_agent::runner::EventFn = Arc::new(move |e| {
+        let _ = agent_tx.send(SddEvent::Agent {
+            agent_event: Event::from_agent(e),
+        });
+    });
+    let no_sprint: baton_engine::sprint_tools::SharedLedger = Arc::new(Mutex::new(Err(
+        "`baton sdd` works without the sprint file".to_owned(),
+    )));
+    let mut setup = build_setup(
+        root,
+        &cfg,
+        found.agents,
+        Mode::Yolo,
+        args.model.clone(),
+        &run_id,
+        no_sprint,
+        journal.clone(),
+        Some(on_agent),
+    )?;
+    if args.no_tdd {
+        setup.tdd = None;
+    } else if setup.tdd.is_none() {
+        setup.tdd = Some(guard(&cfg, &journal)?);
+    }
+    let settings = SddSettings {
+        root: root.to_path_buf(),
+        plan: plan_rel,
+        rules: SddRules {
+            max_iterations: args.max_iterations.unwrap_or(3),
+            security: args.security,
+            performance: args.performance,
+        },
+        tdd: setup.tdd.is_some(),
+        escalations_log: cfg.state_dir.join("escalations.log"),
+        allow_dirty: args.allow_dirty,
+    };
+    let setup = Arc::new(setup);
+    let cancel = setup.cancel.clone();
+    let json = args.json;
+    let interactive = !json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let (answer_tx, answer_rx) = tokio::sync::mpsc::unbounded_channel();
+    let engine = SddEngine::new(
+        setup,
+        journal,
+        settings,
+        run_id,
+        events_tx,
+        interactive.then_some(answer_rx),
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let render = |e: &SddEvent| {
+        if json {
+            if let Ok(line) = serde_json::to_string(e) {
+                println!("{line}");
+            }
+        } else {
+            print_event(e, true);
+        }
+    };
+    let report = rt.block_on(async {
+        let run = engine.run(&plan);
+        tokio::pin!(run);
+        let mut interrupted = false;
+        let report = loop {
+            tokio::select! {
+                r = &mut run => break r,
+                Some(e) = events_rx.recv() => {
+                    render(&e);
+                    if let SddEvent::Escalation { escalation } = &e
+                        && escalation.awaiting
+                    {
+                        let view = escalation.clone();
+                        let id = view.id;
+                        let answer = match tokio::task::spawn_blocking(move || {
+                            super::sprint::ask(&view)
+                        })
+                        .await
+                        {
+                            Ok(Some(choice)) => Answer::Chose(id, choice),
+                            _ => Answer::Later(id),
+                        };
+                        let _ = answer_tx.send(answer);
+                    }
+                }
+                _ = tokio::signal::ctrl_c(), if !interrupted => {
+                    interrupted = true;
+                    cancel.cancel();
+                }
+            }
+        };
+        while let Ok(e) = events_rx.try_recv() {
+            render(&e);
+        }
+        report
+    });
+    print_report(&report, json)?;
+    Ok(exit_code(&report))
+}
