@@ -19,7 +19,7 @@ const STORIES: &str = "_bmad-output/implementation-artifacts";
 const KEY: &str = "1-1-alpha";
 
 /// Every command with its own `--help`.
-const COMMANDS: [&str; 12] = [
+const COMMANDS: [&str; 13] = [
     "demo",
     "init",
     "status",
@@ -28,6 +28,7 @@ const COMMANDS: [&str; 12] = [
     "trust",
     "team",
     "sprint",
+    "sdd",
     "escalations",
     "answer",
     "log",
