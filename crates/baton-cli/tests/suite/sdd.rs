@@ -48,22 +48,29 @@ fn verdict(passed: bool, severity: &str) -> String {
 
 /// The implementer of task `id`, test-first: writes the test, runs the tests, writes the code.
 fn implement(script: Script, id: &str, module: &str) -> Script {
+    implement_with(script, id, module, vec![])
+}
+
+/// The implementer of task `id`, making the calls `first` before working test-first.
+fn implement_with(script: Script, id: &str, module: &str, first: Vec<Value>) -> Script {
+    let mut calls = first;
+    calls.extend([
+        call(
+            "write_file",
+            json!({ "path": format!("test_{module}.py"), "content": "def test(): pass\n" }),
+        ),
+        call("run_command", json!({ "program": "true", "args": [] })),
+        call(
+            "write_file",
+            json!({ "path": format!("{module}.py"), "content": "def f(): pass\n" }),
+        ),
+    ]);
     script
         .turn(
             "implementer",
             &re(&format!("Implement task {id} of the plan `PLAN.md`")),
             "Test first.",
-            vec![
-                call(
-                    "write_file",
-                    json!({ "path": format!("test_{module}.py"), "content": "def test(): pass\n" }),
-                ),
-                call("run_command", json!({ "program": "true", "args": [] })),
-                call(
-                    "write_file",
-                    json!({ "path": format!("{module}.py"), "content": "def f(): pass\n" }),
-                ),
-            ],
+            calls,
         )
         .turn(
             "implementer",
@@ -73,12 +80,16 @@ fn implement(script: Script, id: &str, module: &str) -> Script {
         )
 }
 
-/// The implementer's fix round `round` of task `id`: writes `fix<round>.py`.
+/// The implementer's fix round `round` of task `id`, answering only a task that holds the
+/// review's finding: writes `fix<round>.py`.
 fn fix(script: Script, id: &str, round: u32) -> Script {
     script
         .turn(
             "implementer",
-            &re(&format!("Fix round {round} of task {id} ")),
+            &format!(
+                "(?s)^{}.*the sum is wrong",
+                re(&format!("Fix round {round} of task {id} "))
+            ),
             "Fixing.",
             vec![call(
                 "write_file",
@@ -181,9 +192,31 @@ fn git_subjects(p: &Project) -> Vec<String> {
 #[test]
 fn a_two_task_plan_completes_with_the_guard_on() {
     let script = implement(Script::new(), "1", "calc");
-    let script = passing_reviews(implement(passing_reviews(script, "1"), "2", "printer"), "2");
+    // Task 2's implementer tries the code before its test first: the guard refuses it.
+    let early = call(
+        "write_file",
+        json!({ "path": "printer.py", "content": "too early\n" }),
+    );
+    let script = implement_with(passing_reviews(script, "1"), "2", "printer", vec![early]);
+    let script = passing_reviews(script, "2");
     let p = project(&script, "");
     let (events, report, _) = sdd(&p, &[], 0);
+    let j = SqliteJournal::open(&p.root().join(".baton/baton.db")).expect("journal");
+    let guard = j.guard_records(None, None).expect("guard log");
+    let denied: Vec<_> = guard.iter().filter(|g| g.kind == "deny").collect();
+    assert_eq!(denied.len(), 1, "{guard:#?}");
+    assert_eq!(denied[0].path, "printer.py");
+    assert!(
+        denied[0].detail.contains("test_printer.py"),
+        "{:?}",
+        denied[0]
+    );
+    assert_eq!(guard.iter().filter(|g| g.kind == "test-run").count(), 2);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["agent_event"]["event"] == "refused")
+    );
     assert_eq!(s(&report, "end"), "completed");
     assert_eq!(task_states(&report), ["complete", "complete"]);
     for task in ["1", "2"] {
@@ -262,7 +295,7 @@ fn a_spec_failure_loops_once_and_passes() {
             st("quality-review", 1, "passed")
         ]
     );
-    // The fix round was told the findings.
+    // The fix round was told the findings (its script answers only then) and committed.
     assert!(git_subjects(&p).contains(&"sdd(task 1): fix round 1".to_owned()));
 }
 

@@ -229,10 +229,14 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
     });
     // Retrospectives an earlier (killed) run owed come first.
     hold_retrospectives(run).await;
-    // An open escalation of another story blocks new stories (its own story may resume).
-    let open = run
+    // An open escalation of another story blocks new stories (its own story may resume); a plan
+    // task's (`baton sdd`, keyed `sdd:…`) is not the sprint's.
+    let open: Vec<_> = run
         .with_ledger(|l| Ok(l.journal().escalations(true)?))
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| !e.key.as_deref().is_some_and(|k| k.starts_with("sdd:")))
+        .collect();
     let deadline = tokio::time::Instant::now()
         .checked_add(run.settings.run_timeout)
         .unwrap_or_else(far_future);
