@@ -417,3 +417,67 @@ async fn an_agent_that_needs_tools_and_calls_none_fails_saying_so() {
     assert!(reason.contains("made no tool call"), "{reason}");
     assert!(reason.contains("write_file"), "{reason}");
 }
+
+#[tokio::test]
+async fn a_dispatch_projected_past_the_limits_is_warned_about_then_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    let usage = openai_stream::Usage {
+        prompt_tokens: 0,
+        completion_tokens: 10,
+        cached_tokens: 0,
+    };
+    for _ in 0..3 {
+        server.enqueue(openai_stream::text(&["ok"], Some(usage)));
+    }
+    // Each run costs $0.01: the second is projected past the warning line, the third past the
+    // hard limit.
+    let budget = Arc::new(Budget::new(BudgetLimits {
+        warn_usd: Some(0.015),
+        hard_usd: Some(0.025),
+        ..BudgetLimits::default()
+    }));
+    let mut outs = Vec::new();
+    let mut warnings = Vec::new();
+    for _ in 0..3 {
+        let client = OpenAiClient::new("local", server.url(), None).unwrap();
+        let mut r = runner(
+            dir.path(),
+            Arc::new(client),
+            "local/m",
+            BudgetLimits::default(),
+            Some(Price::new(0.0, 1000.0)),
+        );
+        r.budget = budget.clone();
+        let (events, _) = events_and_calls(&mut r);
+        outs.push(r.run(&scout(), "say ok").await);
+        warnings.push(
+            events
+                .lock()
+                .unwrap()
+                .iter()
+                .filter_map(|e| match e {
+                    AgentEvent::BudgetWarning { message, .. } => Some(message.clone()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(outs[0].status, Status::Completed);
+    assert!(warnings[0].is_empty(), "{warnings:?}");
+    assert_eq!(outs[1].status, Status::Completed);
+    assert!(
+        warnings[1]
+            .first()
+            .is_some_and(|w| w.contains("past the warning line")),
+        "{warnings:?}"
+    );
+    assert_eq!(outs[2].status, Status::Cancelled);
+    assert_eq!(outs[2].turns, 0, "refused before any model call");
+    let reason = outs[2].reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.starts_with("budget: the next `scout` run") && reason.contains("not dispatched"),
+        "{reason}"
+    );
+    assert_eq!(server.requests().len(), 2);
+}
