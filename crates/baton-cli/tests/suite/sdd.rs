@@ -327,6 +327,16 @@ fn max_iterations_escalate_and_an_answer_is_acted_on() {
         "1",
         &verdict(true, ""),
     );
+    // Task 2's implementer writes a draft, then has nothing more to say: it fails.
+    let script = script.turn(
+        "implementer",
+        &re("Implement task 2 "),
+        "Drafting.",
+        vec![call(
+            "write_file",
+            json!({ "path": "draft.py", "content": "x\n" }),
+        )],
+    );
     let p = project(&script, "");
     let (events, report, _) = sdd(&p, &["--no-tdd", "--max-iterations", "1"], 3);
     assert_eq!(s(&report, "end"), "paused");
@@ -343,8 +353,8 @@ fn max_iterations_escalate_and_an_answer_is_acted_on() {
     assert_eq!(ids, ["fix-manually", "skip-review", "adjust-plan", "abort"]);
     assert!(events.iter().any(|e| e["event"] == "escalation"));
     assert_eq!(open_escalations(&p).len(), 1);
-    // The human fixes it by hand: the spec review runs again and passes; task 2 has no script
-    // of its own, so the run stops there with the implementer failing (another escalation).
+    // The human fixes it by hand: the spec review runs again and passes; task 2's implementer
+    // fails after writing a draft (another escalation).
     let id = esc["id"].as_i64().expect("id").to_string();
     let answered = baton(&p, &["answer", &id, "fix-manually"]).expect_code(0);
     assert!(
@@ -362,6 +372,27 @@ fn max_iterations_escalate_and_an_answer_is_acted_on() {
         ]
     );
     assert_eq!(s(&report["escalation"], "kind"), "sdd-agent");
+    // Run the failed step again, now with a script: task 2 completes, and its second attempt
+    // keeps the first one's base commit (the draft was committed in between).
+    let id = report["escalation"]["id"].as_i64().expect("id").to_string();
+    baton(&p, &["answer", &id, "retry"]).expect_code(0);
+    passing_reviews(implement(Script::new(), "2", "printer"), "2").install(&p);
+    let (_, report, _) = sdd(&p, &["--no-tdd"], 0);
+    assert_eq!(task_states(&report), ["complete", "complete"]);
+    let two = steps(&p, "2");
+    let outcomes: Vec<&str> = two.iter().filter_map(|s| s.outcome.as_deref()).collect();
+    assert_eq!(outcomes, ["failed", "completed", "passed", "passed"]);
+    let base = |s: &StepRecord| -> Value {
+        serde_json::from_str::<Value>(s.detail.as_deref().unwrap_or("{}")).expect("detail")["base"]
+            .clone()
+    };
+    assert!(base(&two[0]).is_string());
+    assert_eq!(base(&two[0]), base(&two[1]));
+    let drafts = git_subjects(&p)
+        .iter()
+        .filter(|m| *m == "sdd(task 2): implement")
+        .count();
+    assert_eq!(drafts, 2, "the draft and the implementation");
 }
 
 #[test]

@@ -601,8 +601,20 @@ impl SddEngine {
             round: r.round,
             agent: agent.to_owned(),
         });
+        // The commit the task starts from; an implementation run again after it failed keeps
+        // the first attempt's, so the reviewers see that attempt's files too.
         let base = if r.stage == SddStage::Implement {
-            self.setup.workspace.head().await
+            let retried = facts
+                .steps
+                .iter()
+                .rev()
+                .find(|s| s.stage == SddStage::Implement)
+                .filter(|s| s.outcome != Some(StepOutcome::Completed))
+                .and_then(|s| s.detail.base.clone());
+            match retried {
+                Some(b) => Some(b),
+                None => self.setup.workspace.head().await,
+            }
         } else {
             None
         };
