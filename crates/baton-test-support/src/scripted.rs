@@ -68,7 +68,11 @@ fn tools_of(body: &Value) -> Vec<(String, Value, bool)> {
         .filter_map(|t| {
             if let Some(f) = t.get("function").filter(|f| f.is_object()) {
                 let name = f.get("name")?.as_str()?.to_owned();
-                return Some((name, f.get("parameters").cloned().unwrap_or(Value::Null), false));
+                return Some((
+                    name,
+                    f.get("parameters").cloned().unwrap_or(Value::Null),
+                    false,
+                ));
             }
             let name = t.get("name")?.as_str()?.to_owned();
             if t.get("type").and_then(Value::as_str) == Some("custom") {
@@ -93,12 +97,24 @@ fn props(schema: &Value) -> serde_json::Map<String, Value> {
 }
 
 fn shell(tools: &[(String, Value, bool)], cmd: &str) -> Option<Step> {
-    for want in ["Bash", "bash", "shell", "exec_command", "shell_command", "local_shell"] {
+    for want in [
+        "Bash",
+        "bash",
+        "shell",
+        "exec_command",
+        "shell_command",
+        "local_shell",
+    ] {
         if let Some((name, schema, _)) = tools.iter().find(|(n, _, _)| n == want) {
             let p = props(schema);
             let args = if p.contains_key("cmd") {
                 json!({ "cmd": cmd })
-            } else if p.get("command").and_then(|c| c.get("type")).and_then(Value::as_str) == Some("array") {
+            } else if p
+                .get("command")
+                .and_then(|c| c.get("type"))
+                .and_then(Value::as_str)
+                == Some("array")
+            {
                 json!({ "command": ["bash", "-lc", cmd] })
             } else if p.contains_key("description") {
                 json!({ "command": cmd, "description": "run a command" })
@@ -136,16 +152,26 @@ fn write(tools: &[(String, Value, bool)], workdir: &Path, target: &str) -> Optio
         if *freeform {
             return Some(Step::Tool(name.clone(), true, Value::String(patch)));
         }
-        let key = props(schema).keys().next().cloned().unwrap_or_else(|| "input".into());
+        let key = props(schema)
+            .keys()
+            .next()
+            .cloned()
+            .unwrap_or_else(|| "input".into());
         return Some(Step::Tool(name.clone(), false, json!({ key: patch })));
     }
-    shell(tools, &format!("printf '%s' '{}' > {target}", FILE_TEXT.trim()))
+    shell(
+        tools,
+        &format!("printf '%s' '{}' > {target}", FILE_TEXT.trim()),
+    )
 }
 
 fn decide(result: Option<String>, prompt: &str, body: &Value, workdir: &Path) -> Step {
     if let Some(r) = result {
         let flat = r.split_whitespace().collect::<Vec<_>>().join(" ");
-        return Step::Text(format!("DONE: {}", flat.chars().take(60).collect::<String>()));
+        return Step::Text(format!(
+            "DONE: {}",
+            flat.chars().take(60).collect::<String>()
+        ));
     }
     let tools = tools_of(body);
     if let Some(at) = prompt.find("WRITE") {
@@ -173,7 +199,11 @@ fn sse(event: Option<&str>, data: &Value) -> String {
 }
 
 fn anthropic(body: &Value, workdir: &Path) -> MockResponse {
-    let msgs = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+    let msgs = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let last = msgs
         .iter()
         .rev()
@@ -190,27 +220,50 @@ fn anthropic(body: &Value, workdir: &Path) -> MockResponse {
         .collect();
     let result = (!results.is_empty()).then(|| text_of(&Value::Array(results)));
     let step = decide(result, &text_of(&content), body, workdir);
-    let model = body.get("model").and_then(Value::as_str).unwrap_or("mock-model");
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("mock-model");
     let (input, output) = ANTHROPIC_USAGE;
     let mut events = vec![
-        sse(Some("message_start"), &json!({"type": "message_start", "message": {
+        sse(
+            Some("message_start"),
+            &json!({"type": "message_start", "message": {
             "id": "msg_scripted", "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": input, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}})),
+            "usage": {"input_tokens": input, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
+        ),
         sse(Some("ping"), &json!({"type": "ping"})),
     ];
     let mut block = |i: usize, start: Value, delta: Value| {
-        events.push(sse(Some("content_block_start"), &json!({"type": "content_block_start", "index": i, "content_block": start})));
-        events.push(sse(Some("content_block_delta"), &json!({"type": "content_block_delta", "index": i, "delta": delta})));
-        events.push(sse(Some("content_block_stop"), &json!({"type": "content_block_stop", "index": i})));
+        events.push(sse(
+            Some("content_block_start"),
+            &json!({"type": "content_block_start", "index": i, "content_block": start}),
+        ));
+        events.push(sse(
+            Some("content_block_delta"),
+            &json!({"type": "content_block_delta", "index": i, "delta": delta}),
+        ));
+        events.push(sse(
+            Some("content_block_stop"),
+            &json!({"type": "content_block_stop", "index": i}),
+        ));
     };
     let stop = match &step {
         Step::Text(t) => {
-            block(0, json!({"type": "text", "text": ""}), json!({"type": "text_delta", "text": t}));
+            block(
+                0,
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": t}),
+            );
             "end_turn"
         }
         Step::Tool(name, _, args) => {
-            block(0, json!({"type": "text", "text": ""}), json!({"type": "text_delta", "text": "I will use a tool."}));
+            block(
+                0,
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": "I will use a tool."}),
+            );
             block(
                 1,
                 json!({"type": "tool_use", "id": "toolu_scripted01", "name": name, "input": {}}),
@@ -241,17 +294,26 @@ fn responses(body: &Value, workdir: &Path) -> MockResponse {
         .map(|u| text_of(u.get("content").unwrap_or(&Value::Null)))
         .unwrap_or_default();
     let step = decide(result, &prompt, body, workdir);
-    let model = body.get("model").and_then(Value::as_str).unwrap_or("mock-model");
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("mock-model");
     let (input, output) = RESPONSES_USAGE;
     let usage = json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": input + output});
     let item = match &step {
-        Step::Text(t) => json!({"id": "msg_scripted", "type": "message", "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": t, "annotations": []}]}),
-        Step::Tool(name, true, Value::String(input)) => json!({"id": "ctc_scripted", "type": "custom_tool_call",
-            "status": "completed", "call_id": "call_scripted", "name": name, "input": input}),
-        Step::Tool(name, _, args) => json!({"id": "fc_scripted", "type": "function_call", "status": "completed",
-            "call_id": "call_scripted", "name": name, "arguments": args.to_string()}),
+        Step::Text(t) => {
+            json!({"id": "msg_scripted", "type": "message", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": t, "annotations": []}]})
+        }
+        Step::Tool(name, true, Value::String(input)) => {
+            json!({"id": "ctc_scripted", "type": "custom_tool_call",
+            "status": "completed", "call_id": "call_scripted", "name": name, "input": input})
+        }
+        Step::Tool(name, _, args) => {
+            json!({"id": "fc_scripted", "type": "function_call", "status": "completed",
+            "call_id": "call_scripted", "name": name, "arguments": args.to_string()})
+        }
     };
     let resp = json!({"id": "resp_scripted", "object": "response", "created_at": 1_763_800_000, "model": model,
         "status": "completed", "output": [item.clone()], "usage": usage});
@@ -264,7 +326,11 @@ fn responses(body: &Value, workdir: &Path) -> MockResponse {
     let mut ev = |mut obj: Value| {
         obj["sequence_number"] = json!(seq);
         seq += 1;
-        let name = obj.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
+        let name = obj
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         events.push(sse(Some(&name), &obj));
     };
     ev(json!({"type": "response.created", "response": pending}));
@@ -275,7 +341,11 @@ fn responses(body: &Value, workdir: &Path) -> MockResponse {
 }
 
 fn chat(body: &Value, workdir: &Path) -> MockResponse {
-    let msgs = body.get("messages").and_then(Value::as_array).cloned().unwrap_or_default();
+    let msgs = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let last = msgs.last().cloned().unwrap_or(Value::Null);
     let result = (last.get("role").and_then(Value::as_str) == Some("tool"))
         .then(|| text_of(last.get("content").unwrap_or(&Value::Null)));
@@ -286,21 +356,33 @@ fn chat(body: &Value, workdir: &Path) -> MockResponse {
         .map(|u| text_of(u.get("content").unwrap_or(&Value::Null)))
         .unwrap_or_default();
     let step = decide(result, &prompt, body, workdir);
-    let model = body.get("model").and_then(Value::as_str).unwrap_or("mock-model");
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("mock-model");
     let (input, output) = CHAT_USAGE;
     let chunk = |delta: Value, finish: Value| {
-        sse(None, &json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 1_763_800_000,
-            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}))
+        sse(
+            None,
+            &json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 1_763_800_000,
+            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+        )
     };
-    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    let mut events = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
     let finish = match &step {
         Step::Text(t) => {
             events.push(chunk(json!({"content": t}), Value::Null));
             "stop"
         }
         Step::Tool(name, _, args) => {
-            events.push(chunk(json!({"tool_calls": [{"index": 0, "id": "call_scripted", "type": "function",
-                "function": {"name": name, "arguments": args.to_string()}}]}), Value::Null));
+            events.push(chunk(
+                json!({"tool_calls": [{"index": 0, "id": "call_scripted", "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}}]}),
+                Value::Null,
+            ));
             "tool_calls"
         }
     };
@@ -327,9 +409,15 @@ pub fn respond(request: &RecordedRequest, workdir: &Path) -> MockResponse {
         return chat(&request.body, workdir);
     }
     if path.ends_with("/models") {
-        return MockResponse::json(200, &json!({"object": "list", "data": [{"id": "mock-model", "object": "model"}]}));
+        return MockResponse::json(
+            200,
+            &json!({"object": "list", "data": [{"id": "mock-model", "object": "model"}]}),
+        );
     }
-    MockResponse::json(404, &json!({"error": {"message": format!("not found: {}", request.path)}}))
+    MockResponse::json(
+        404,
+        &json!({"error": {"message": format!("not found: {}", request.path)}}),
+    )
 }
 
 /// The script as a [`crate::MockServer::respond_with`] responder.
@@ -358,25 +446,44 @@ mod tests {
         let claude = json!({"tools": [{"name": "Write", "input_schema": {"properties": {"file_path": {}, "content": {}}}}]});
         assert_eq!(
             decide(None, "Please WRITE:a.txt", &claude, dir),
-            Step::Tool("Write".into(), false, json!({"file_path": "/w/a.txt", "content": FILE_TEXT}))
+            Step::Tool(
+                "Write".into(),
+                false,
+                json!({"file_path": "/w/a.txt", "content": FILE_TEXT})
+            )
         );
         let codex = json!({"tools": [{"type": "custom", "name": "apply_patch"}]});
-        assert!(matches!(decide(None, "WRITE", &codex, dir), Step::Tool(n, true, _) if n == "apply_patch"));
+        assert!(
+            matches!(decide(None, "WRITE", &codex, dir), Step::Tool(n, true, _) if n == "apply_patch")
+        );
         let pi = json!({"tools": [{"type": "function", "function": {"name": "bash", "parameters": {"properties": {"command": {}}}}}]});
         assert_eq!(
             decide(None, "FAIL now", &pi, dir),
             Step::Tool("bash".into(), false, json!({"command": FAIL_CMD}))
         );
-        assert_eq!(decide(Some("x  y".into()), "WRITE", &pi, dir), Step::Text("DONE: x y".into()));
-        assert_eq!(decide(None, "WRITE", &json!({}), dir), Step::Text(HELLO.into()));
+        assert_eq!(
+            decide(Some("x  y".into()), "WRITE", &pi, dir),
+            Step::Text("DONE: x y".into())
+        );
+        assert_eq!(
+            decide(None, "WRITE", &json!({}), dir),
+            Step::Text(HELLO.into())
+        );
     }
 
     #[test]
     fn every_wire_gets_a_stream() {
         let dir = Path::new("/w");
-        for path in ["/v1/messages?beta=true", "/v1/responses", "/v1/chat/completions"] {
+        for path in [
+            "/v1/messages?beta=true",
+            "/v1/responses",
+            "/v1/chat/completions",
+        ] {
             let r = respond(&req(path, json!({"messages": [], "input": "hi"})), dir);
-            assert!(r.body_text().contains("Hello from the mock model"), "{path}");
+            assert!(
+                r.body_text().contains("Hello from the mock model"),
+                "{path}"
+            );
         }
     }
 }

@@ -76,7 +76,11 @@ pub fn invocation(l: &Launch<'_>) -> Invocation {
         let allowed: Vec<String> = l
             .allow_commands
             .iter()
-            .filter(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c)))
+            .filter(|p| {
+                !p.is_empty()
+                    && p.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "._-+".contains(c))
+            })
             .flat_map(|p| [format!("Bash({p})"), format!("Bash({p} *)")])
             .collect();
         if !allowed.is_empty() {
@@ -84,16 +88,24 @@ pub fn invocation(l: &Launch<'_>) -> Invocation {
             args.push(allowed.join(","));
         }
     }
-    args.push(super::prompt_arg(l.task));
+    // After `--`, a task can never be read as a flag or as a value of one.
+    args.push("--".into());
+    args.push(l.task.to_owned());
     let home = l.home.display().to_string();
     let mut env = vec![
         ("HOME".to_owned(), home.clone()),
         ("CLAUDE_CONFIG_DIR".to_owned(), format!("{home}/.claude")),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_owned(), "1".to_owned()),
+        (
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_owned(),
+            "1".to_owned(),
+        ),
         ("DISABLE_TELEMETRY".to_owned(), "1".to_owned()),
         ("DISABLE_ERROR_REPORTING".to_owned(), "1".to_owned()),
         ("DISABLE_AUTOUPDATER".to_owned(), "1".to_owned()),
-        ("CLAUDE_CODE_MAX_RETRIES".to_owned(), l.settings.max_retries.to_string()),
+        (
+            "CLAUDE_CODE_MAX_RETRIES".to_owned(),
+            l.settings.max_retries.to_string(),
+        ),
     ];
     if let Some(url) = &l.settings.base_url {
         env.push(("ANTHROPIC_BASE_URL".to_owned(), url.clone()));
@@ -174,13 +186,19 @@ impl StreamParser for Parser {
                     t.turn();
                 }
                 if !self.result_usage {
-                    self.messages.insert(id, msg.get("usage").map(usage_of).unwrap_or_default());
+                    self.messages
+                        .insert(id, msg.get("usage").map(usage_of).unwrap_or_default());
                     t.usage = self.messages.values().fold(Usage::default(), |mut a, u| {
                         a.add(u);
                         a
                     });
                 }
-                for block in msg.get("content").and_then(Value::as_array).into_iter().flatten() {
+                for block in msg
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     match str_of(block, "type") {
                         "text" => {
                             let text = str_of(block, "text");
@@ -190,7 +208,8 @@ impl StreamParser for Parser {
                         }
                         "tool_use" => {
                             let name = str_of(block, "name");
-                            self.calls.insert(str_of(block, "id").to_owned(), name.to_owned());
+                            self.calls
+                                .insert(str_of(block, "id").to_owned(), name.to_owned());
                             t.tool(name);
                         }
                         _ => {}
@@ -236,7 +255,9 @@ impl StreamParser for Parser {
                     let why = match self.terminal.as_str() {
                         "max_turns" => format!("reached max_turns ({subtype})"),
                         "api_error" => format!("model API error: {result}"),
-                        other => format!("claude-code reported an error ({subtype}, {other}): {result}"),
+                        other => {
+                            format!("claude-code reported an error ({subtype}, {other}): {result}")
+                        }
                     };
                     t.failure = Some(why);
                 }
@@ -269,7 +290,11 @@ mod tests {
     fn a_write_run_is_read_to_its_result() {
         let (t, v) = replay(Parser::default(), "claude-code/write.jsonl", Some(0));
         assert_eq!(v, Ok(()));
-        assert!(t.summary.starts_with("DONE: File created successfully"), "{}", t.summary);
+        assert!(
+            t.summary.starts_with("DONE: File created successfully"),
+            "{}",
+            t.summary
+        );
         assert_eq!(t.tool_calls, 1);
         assert_eq!(t.turns, 2);
         assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (25470, 78));
@@ -279,12 +304,27 @@ mod tests {
 
     #[test]
     fn an_unreachable_api_is_a_failure_despite_subtype_success() {
-        let (t, v) = replay(Parser::default(), "claude-code/server-down-maxretries1.jsonl", Some(1));
+        let (t, v) = replay(
+            Parser::default(),
+            "claude-code/server-down-maxretries1.jsonl",
+            Some(1),
+        );
         let why = v.unwrap_err();
-        assert!(why.starts_with("model API error: API Error: Connection refused"), "{why}");
-        assert!(t.errors[0].starts_with("API retry 1 of 1"), "{:?}", t.errors);
+        assert!(
+            why.starts_with("model API error: API Error: Connection refused"),
+            "{why}"
+        );
+        assert!(
+            t.errors[0].starts_with("API retry 1 of 1"),
+            "{:?}",
+            t.errors
+        );
         // Even with exit code 0 the `is_error` flag decides.
-        let (_, v) = replay(Parser::default(), "claude-code/server-down-maxretries1.jsonl", Some(0));
+        let (_, v) = replay(
+            Parser::default(),
+            "claude-code/server-down-maxretries1.jsonl",
+            Some(0),
+        );
         assert!(v.is_err());
     }
 
@@ -296,7 +336,11 @@ mod tests {
 
     #[test]
     fn a_hook_refusal_is_noted() {
-        let (t, v) = replay(Parser::default(), "claude-code/write-blocked-by-hook.jsonl", Some(0));
+        let (t, v) = replay(
+            Parser::default(),
+            "claude-code/write-blocked-by-hook.jsonl",
+            Some(0),
+        );
         assert_eq!(v, Ok(()));
         assert!(
             t.notes.iter().any(|n| matches!(n, Note::Refused { tool, reason } if tool == "Write" && reason.contains("blocked by baton policy"))),
@@ -316,7 +360,10 @@ mod tests {
     fn hooks_go_to_the_policy_command_only_when_there_is_one() {
         let s = settings(Some("baton guard --policy"));
         assert_eq!(s["hooks"]["PreToolUse"][0]["matcher"], HOOKED_TOOLS);
-        assert_eq!(s["hooks"]["PreToolUse"][0]["hooks"][0]["command"], "baton guard --policy");
+        assert_eq!(
+            s["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+            "baton guard --policy"
+        );
         assert_eq!(settings(None), json!({}));
     }
 }

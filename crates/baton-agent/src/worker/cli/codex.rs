@@ -26,7 +26,11 @@ fn toml_str(s: &str) -> String {
 
 /// The command line, environment and files of one run.
 pub fn invocation(l: &Launch<'_>) -> Invocation {
-    let sandbox = if l.read_only { "read-only" } else { "workspace-write" };
+    let sandbox = if l.read_only {
+        "read-only"
+    } else {
+        "workspace-write"
+    };
     let mut args: Vec<String> = vec![
         "exec".into(),
         "--json".into(),
@@ -68,7 +72,9 @@ pub fn invocation(l: &Launch<'_>) -> Invocation {
     } else if let Some(k) = &l.settings.api_key {
         secret_env.push(("OPENAI_API_KEY".to_owned(), k.expose().to_owned()));
     }
-    args.push(super::prompt_arg(l.task));
+    // After `--`, a task can never be read as a flag or as a value of one.
+    args.push("--".into());
+    args.push(l.task.to_owned());
     let home = l.home.display().to_string();
     let codex_home = l.home.join(".codex");
     Invocation {
@@ -78,7 +84,9 @@ pub fn invocation(l: &Launch<'_>) -> Invocation {
             ("CODEX_HOME".to_owned(), codex_home.display().to_string()),
         ],
         secret_env,
-        files: Vec::new(),
+        // Codex refuses a CODEX_HOME that does not exist; the file itself is ignored
+        // (`--ignore-user-config`).
+        files: vec![(codex_home.join("config.toml"), String::new())],
     }
 }
 
@@ -86,10 +94,27 @@ pub fn invocation(l: &Launch<'_>) -> Invocation {
 #[derive(Debug, Default)]
 pub struct Parser {
     turn_failed: Option<String>,
+    /// "Reconnecting..." lines tolerated before the server counts as unreachable.
+    max_reconnects: u32,
+    reconnects: u32,
+}
+
+impl Parser {
+    /// A parser that gives up after `max_retries` reconnections in a row (Codex itself never
+    /// does).
+    pub fn new(max_retries: u32) -> Parser {
+        Parser {
+            max_reconnects: max_retries,
+            ..Parser::default()
+        }
+    }
 }
 
 impl StreamParser for Parser {
     fn event(&mut self, ev: &Value, t: &mut Tally) -> Activity {
+        if str_of(ev, "type") != "error" {
+            self.reconnects = 0;
+        }
         match str_of(ev, "type") {
             "turn.started" => {
                 if t.turns == 0 {
@@ -156,7 +181,15 @@ impl StreamParser for Parser {
                 let msg = str_of(ev, "message");
                 t.errors.push(msg.to_owned());
                 if msg.starts_with("Reconnecting") {
-                    // Codex retries a dead server forever: this is not progress.
+                    // Codex retries a dead server forever: this is not progress, and past the
+                    // retries allowed the server counts as unreachable.
+                    self.reconnects += 1;
+                    if self.reconnects > self.max_reconnects {
+                        t.fatal = Some(format!(
+                            "the model server is unreachable: {msg} ({} reconnection attempts)",
+                            self.reconnects
+                        ));
+                    }
                     return Activity::Idle;
                 }
             }
@@ -204,9 +237,10 @@ mod tests {
 
     #[test]
     fn reconnecting_is_idle_and_never_finishes() {
-        let mut p = Parser::default();
+        let mut p = Parser::new(u32::MAX);
         let mut t = Tally::default();
-        let text = std::fs::read_to_string(super::super::tests::fixture("codex/server-down.jsonl")).unwrap();
+        let text = std::fs::read_to_string(super::super::tests::fixture("codex/server-down.jsonl"))
+            .unwrap();
         let mut idle = 0;
         for line in text.lines() {
             let ev: Value = serde_json::from_str(line).unwrap();
@@ -216,13 +250,29 @@ mod tests {
         }
         assert_eq!(idle, 5);
         assert!(!t.finished);
+        assert!(
+            t.fatal.is_none(),
+            "no retry limit: Codex's own endless retrying"
+        );
         let why = p.verdict(&t, None, "").unwrap_err();
         assert!(why.contains("Reconnecting"), "{why}");
     }
 
     #[test]
+    fn reconnecting_past_the_retries_gives_up() {
+        let (t, _) = replay(Parser::new(2), "codex/server-down.jsonl", None);
+        assert!(t.fatal.unwrap().contains("unreachable: Reconnecting"));
+        let (t, _) = replay(Parser::new(5), "codex/server-down.jsonl", None);
+        assert!(t.fatal.is_none());
+    }
+
+    #[test]
     fn an_unknown_model_is_a_warning_about_apply_patch() {
-        let (t, v) = replay(Parser::default(), "codex/write-unknown-model-exec_command.jsonl", Some(0));
+        let (t, v) = replay(
+            Parser::default(),
+            "codex/write-unknown-model-exec_command.jsonl",
+            Some(0),
+        );
         assert_eq!(v, Ok(()));
         assert!(t.warnings[0].contains("no apply_patch"), "{:?}", t.warnings);
     }
@@ -251,10 +301,19 @@ mod tests {
         let inv = invocation(&l);
         let joined = inv.args.join(" ");
         assert!(joined.contains("-s read-only"), "{joined}");
-        assert!(joined.contains(r#"developer_instructions="SYS \"quoted\"""#), "{joined}");
-        assert!(joined.contains(r#"base_url="http://127.0.0.1:9/v1""#), "{joined}");
+        assert!(
+            joined.contains(r#"developer_instructions="SYS \"quoted\"""#),
+            "{joined}"
+        );
+        assert!(
+            joined.contains(r#"base_url="http://127.0.0.1:9/v1""#),
+            "{joined}"
+        );
         assert!(!joined.contains("sk-secret"));
-        assert_eq!(inv.secret_env, vec![(KEY_VAR.to_owned(), "sk-secret".to_owned())]);
+        assert_eq!(
+            inv.secret_env,
+            vec![(KEY_VAR.to_owned(), "sk-secret".to_owned())]
+        );
         assert_eq!(inv.args.last().map(String::as_str), Some("do it"));
     }
 }

@@ -321,10 +321,10 @@ pub fn invocation(cli: Cli, l: &Launch<'_>) -> Invocation {
     }
 }
 
-fn parser(cli: Cli) -> Box<dyn StreamParser> {
+fn parser(cli: Cli, settings: &CliSettings) -> Box<dyn StreamParser> {
     match cli {
         Cli::ClaudeCode => Box::<claude::Parser>::default(),
-        Cli::Codex => Box::<codex::Parser>::default(),
+        Cli::Codex => Box::new(codex::Parser::new(settings.max_retries)),
         Cli::Pi => Box::<pi::Parser>::default(),
     }
 }
@@ -373,6 +373,7 @@ enum Stop {
     Stall(Duration),
     Budget(String),
     MaxTurns(u32),
+    Fatal(String),
 }
 
 /// Where the cost came from.
@@ -444,7 +445,15 @@ impl CliWorker {
         transcript.write("task", serde_json::json!({ "text": job.task }));
         let mut tally = Tally::default();
         let (status, reason) = match self
-            .drive(def, &system, &job.task, max_turns, timeout, &mut tally, &mut transcript)
+            .drive(
+                def,
+                &system,
+                &job.task,
+                max_turns,
+                timeout,
+                &mut tally,
+                &mut transcript,
+            )
             .await
         {
             Ok(()) => match halt_reason(&tally.summary) {
@@ -518,7 +527,9 @@ impl CliWorker {
                 Err(e) => return Err(e),
             }
         }
-        Err(std::io::Error::other("too many CLI homes in the state directory"))
+        Err(std::io::Error::other(
+            "too many CLI homes in the state directory",
+        ))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -533,9 +544,12 @@ impl CliWorker {
         transcript: &mut Transcript,
     ) -> Result<(), (Status, String)> {
         let fail = |why: String| (Status::Failed, why);
-        let home = self
-            .home(&def.name)
-            .map_err(|e| fail(format!("cannot create the CLI's home under `{}`: {e}", self.state_dir.display())))?;
+        let home = self.home(&def.name).map_err(|e| {
+            fail(format!(
+                "cannot create the CLI's home under `{}`: {e}",
+                self.state_dir.display()
+            ))
+        })?;
         let launch = Launch {
             model: &self.backend.model,
             provider: self.backend.provider.as_deref(),
@@ -580,7 +594,10 @@ impl CliWorker {
         cmd.args(&inv.args)
             .current_dir(self.workspace.root())
             .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/bin:/bin")))
+            .env(
+                "PATH",
+                std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/bin:/bin")),
+            )
             .env("LANG", "C.UTF-8")
             .env("TERM", "dumb")
             .env("NO_COLOR", "1")
@@ -623,15 +640,22 @@ impl CliWorker {
 
         let started = Instant::now();
         let far = Duration::from_secs(365 * 24 * 3600);
-        let deadline = started.checked_add(timeout).unwrap_or_else(|| started + far);
+        let deadline = started
+            .checked_add(timeout)
+            .unwrap_or_else(|| started + far);
         let stall = self.settings.stall_timeout;
         let mut stall_at = started.checked_add(stall).unwrap_or_else(|| started + far);
-        let mut parser = parser(self.backend.cli);
+        let mut parser = parser(self.backend.cli, &self.settings);
         let mut splitter = stream::LineSplitter::default();
         let mut buf = vec![0u8; 64 * 1024];
         let mut exit: Option<Option<i32>> = None;
         let mut warned = false;
-        let mut take = |line: &[u8], tally: &mut Tally, parser: &mut Box<dyn StreamParser>, transcript: &mut Transcript, stall_at: &mut Instant| -> Option<Stop> {
+        let mut take = |line: &[u8],
+                        tally: &mut Tally,
+                        parser: &mut Box<dyn StreamParser>,
+                        transcript: &mut Transcript,
+                        stall_at: &mut Instant|
+         -> Option<Stop> {
             if let Some(f) = raw.as_mut() {
                 let mut text = String::from_utf8_lossy(line).into_owned();
                 for s in &secrets {
@@ -650,16 +674,29 @@ impl CliWorker {
             }
             for note in std::mem::take(&mut tally.notes) {
                 match note {
-                    Note::Turn(turn) => self.emit(AgentEvent::Turn { agent: def.name.clone(), turn }),
+                    Note::Turn(turn) => self.emit(AgentEvent::Turn {
+                        agent: def.name.clone(),
+                        turn,
+                    }),
                     Note::ToolCall(tool) => {
                         transcript.write("tool_call", serde_json::json!({ "name": tool }));
-                        self.emit(AgentEvent::ToolCall { agent: def.name.clone(), tool });
+                        self.emit(AgentEvent::ToolCall {
+                            agent: def.name.clone(),
+                            tool,
+                        });
                     }
                     Note::Refused { tool, reason } => {
                         transcript.write("guard", serde_json::json!({ "verdict": "deny", "tool": tool, "reason": reason }));
-                        self.emit(AgentEvent::Refused { agent: def.name.clone(), tool, reason });
+                        self.emit(AgentEvent::Refused {
+                            agent: def.name.clone(),
+                            tool,
+                            reason,
+                        });
                     }
                 }
+            }
+            if let Some(why) = tally.fatal.take() {
+                return Some(Stop::Fatal(why));
             }
             if tally.turns > max_turns {
                 return Some(Stop::MaxTurns(max_turns));
@@ -675,7 +712,10 @@ impl CliWorker {
                     BudgetState::Exhausted(why) => return Some(Stop::Budget(why)),
                     BudgetState::Warn(why) if !warned => {
                         warned = true;
-                        self.emit(AgentEvent::BudgetWarning { agent: def.name.clone(), message: why });
+                        self.emit(AgentEvent::BudgetWarning {
+                            agent: def.name.clone(),
+                            message: why,
+                        });
                     }
                     _ => {}
                 }
@@ -766,6 +806,7 @@ impl CliWorker {
                 .verdict(tally, exit, stderr.trim())
                 .map_err(|why| (Status::Failed, why)),
             Some(Stop::Cancelled) => Err((Status::Cancelled, "cancelled".into())),
+            Some(Stop::Fatal(why)) => Err((Status::Failed, why)),
             Some(Stop::Budget(why)) => Err((Status::Cancelled, format!("budget: {why}"))),
             Some(Stop::MaxTurns(n)) => Err((
                 Status::Failed,
@@ -781,11 +822,18 @@ impl CliWorker {
             Some(Stop::Stall(t)) => match last_error() {
                 Some(e) => Err((
                     Status::Failed,
-                    format!("no progress for {} s, the model server looks unreachable: {e}", t.as_secs()),
+                    format!(
+                        "no progress for {} s, the model server looks unreachable: {e}",
+                        t.as_secs()
+                    ),
                 )),
                 None => Err((
                     Status::TimedOut,
-                    format!("no event from {} for {} s (stall timeout)", self.backend.cli, t.as_secs()),
+                    format!(
+                        "no event from {} for {} s (stall timeout)",
+                        self.backend.cli,
+                        t.as_secs()
+                    ),
                 )),
             },
         }
@@ -834,14 +882,23 @@ pub(crate) mod tests {
 
     #[test]
     fn model_strings_name_backends() {
-        let b = Backend::parse("claude-code/claude-sonnet-4-5").unwrap().unwrap();
-        assert_eq!((b.cli, b.model.as_str()), (Cli::ClaudeCode, "claude-sonnet-4-5"));
+        let b = Backend::parse("claude-code/claude-sonnet-4-5")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (b.cli, b.model.as_str()),
+            (Cli::ClaudeCode, "claude-sonnet-4-5")
+        );
         let b = Backend::parse("pi/anthropic/claude-x").unwrap().unwrap();
         assert_eq!(b.provider.as_deref(), Some("anthropic"));
         assert_eq!(b.to_string(), "pi/anthropic/claude-x");
         assert!(Backend::parse("anthropic/claude").is_none());
         assert!(Backend::parse("pi/just-model").unwrap().is_err());
-        assert!(Backend::parse("codex/--dangerously-bypass-approvals-and-sandbox").unwrap().is_err());
+        assert!(
+            Backend::parse("codex/--dangerously-bypass-approvals-and-sandbox")
+                .unwrap()
+                .is_err()
+        );
         assert_eq!(Backend::parse("codex").unwrap().unwrap().model, "");
     }
 

@@ -23,7 +23,13 @@ pub const READ_TOOLS: &str = "read,grep,find,ls";
 pub fn provider_key_var(provider: &str) -> String {
     let up: String = provider
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
         .collect();
     format!("{up}_API_KEY")
 }
@@ -50,7 +56,10 @@ pub fn invocation(l: &Launch<'_>) -> Invocation {
     if !l.model.is_empty() {
         args.extend(["--model".into(), l.model.to_owned()]);
     }
-    args.extend(["--append-system-prompt".into(), system_file.display().to_string()]);
+    args.extend([
+        "--append-system-prompt".into(),
+        system_file.display().to_string(),
+    ]);
     if l.read_only {
         args.extend(["--tools".into(), READ_TOOLS.into()]);
     }
@@ -73,7 +82,8 @@ pub fn invocation(l: &Launch<'_>) -> Invocation {
             "models": [{ "id": l.model, "contextWindow": 200_000, "maxTokens": 8192 }],
         });
         if api == "openai-completions" {
-            entry["compat"] = json!({ "supportsDeveloperRole": false, "supportsReasoningEffort": false });
+            entry["compat"] =
+                json!({ "supportsDeveloperRole": false, "supportsReasoningEffort": false });
         }
         files.push((
             agent_dir.join("models.json"),
@@ -93,7 +103,10 @@ pub fn invocation(l: &Launch<'_>) -> Invocation {
         args,
         env: vec![
             ("HOME".to_owned(), l.home.display().to_string()),
-            ("PI_CODING_AGENT_DIR".to_owned(), agent_dir.display().to_string()),
+            (
+                "PI_CODING_AGENT_DIR".to_owned(),
+                agent_dir.display().to_string(),
+            ),
             ("PI_OFFLINE".to_owned(), "1".to_owned()),
             ("PI_TELEMETRY".to_owned(), "0".to_owned()),
         ],
@@ -194,7 +207,10 @@ mod tests {
         assert_eq!(v, Ok(()));
         assert_eq!(t.tool_calls, 1);
         assert_eq!(t.turns, 2);
-        assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (1409 + 1511, 49 + 18));
+        assert_eq!(
+            (t.usage.input_tokens, t.usage.output_tokens),
+            (1409 + 1511, 49 + 18)
+        );
         assert_eq!(t.summary, "DONE: Successfully wrote 26 bytes to mock.txt");
     }
 
@@ -202,7 +218,10 @@ mod tests {
     fn exit_zero_after_failed_retries_is_a_failure() {
         let (t, v) = replay(Parser::default(), "pi/server-down.jsonl", Some(0));
         assert!(t.finished);
-        assert_eq!(v.unwrap_err(), "model API error (every retry failed): Connection error.");
+        assert_eq!(
+            v.unwrap_err(),
+            "model API error (every retry failed): Connection error."
+        );
     }
 
     #[test]

@@ -107,6 +107,9 @@ pub struct Tally {
     pub finished: bool,
     /// The closing event says the run failed, and why.
     pub failure: Option<String>,
+    /// The parser gave the run up (e.g. Codex reconnecting past the retries allowed): baton
+    /// stops the CLI and the run fails with this reason.
+    pub fatal: Option<String>,
     /// Events for the display, drained by the worker.
     pub notes: Vec<Note>,
 }
@@ -147,7 +150,10 @@ pub trait StreamParser: Send {
 
 /// The reason of a run that exited without its closing event.
 pub fn no_result(cli: &str, exit: Option<i32>, stderr_tail: &str) -> String {
-    let how = exit.map_or_else(|| "was killed by a signal".to_owned(), |c| format!("exited with code {c}"));
+    let how = exit.map_or_else(
+        || "was killed by a signal".to_owned(),
+        |c| format!("exited with code {c}"),
+    );
     let tail = stderr_tail.trim();
     if tail.is_empty() {
         format!("{cli} {how} without a final result")
