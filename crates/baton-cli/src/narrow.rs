@@ -24,6 +24,8 @@
 //!   "test run", or map code to a test that is always there), and so is the sprint's test command
 //!   as a test command of the guard;
 //! - `[rules] enabled = false` is ignored (rules only ever add guidance).
+//! - no agent may be moved onto a coding-agent CLI (`[agents.roles]`, `[agents] model`), and
+//!   `[cli.*]` may not name a program, a server or a key variable (`crate::cli_workers`).
 //!
 //! Everything else (budget limits, timeouts of runs and agents, batch sizes, `[agents] model`
 //! among the bundled providers) only changes how much work is done, and applies as written.
@@ -45,6 +47,7 @@ pub fn narrow(raw: &mut RawConfig) -> Vec<String> {
     test_command(raw, &mut ignored);
     paths(raw, &mut ignored);
     tdd(raw, &mut ignored);
+    crate::cli_workers::narrow(raw, &mut ignored);
     ignored
 }
 
