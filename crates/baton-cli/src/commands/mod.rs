@@ -4,6 +4,7 @@ mod agents;
 mod demo;
 mod doctor;
 mod guard;
+mod policy;
 mod init;
 mod log;
 mod set;
