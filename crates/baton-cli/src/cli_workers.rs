@@ -78,7 +78,11 @@ pub struct RawCliSettings {
     pub stall_timeout_secs: Option<u64>,
 }
 
-const PI_APIS: [&str; 3] = ["anthropic-messages", "openai-completions", "openai-responses"];
+const PI_APIS: [&str; 3] = [
+    "anthropic-messages",
+    "openai-completions",
+    "openai-responses",
+];
 
 /// Checks the values: model strings of roles, pi's wire, ranges.
 pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigError> {
@@ -96,7 +100,9 @@ pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigEr
             return Err(fail(
                 "agents.roles",
                 role,
-                format!("`{model}` is not `provider/model` or a CLI backend (`claude-code/MODEL`, `codex/MODEL`, `pi/PROVIDER/MODEL`)"),
+                format!(
+                    "`{model}` is not `provider/model` or a CLI backend (`claude-code/MODEL`, `codex/MODEL`, `pi/PROVIDER/MODEL`)"
+                ),
             ));
         }
     }
@@ -111,15 +117,25 @@ pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigEr
         if let Some(api) = &s.api
             && !PI_APIS.contains(&api.as_str())
         {
-            return Err(fail(&section, "api", format!("must be one of {}, not `{api}`", PI_APIS.join(", "))));
+            return Err(fail(
+                &section,
+                "api",
+                format!("must be one of {}, not `{api}`", PI_APIS.join(", ")),
+            ));
         }
         if s.api.is_some() && cli != Cli::Pi {
             return Err(fail(&section, "api", "applies to pi only".to_owned()));
         }
         if s.max_retries.is_some_and(|n| n > 100) {
-            return Err(fail(&section, "max_retries", "must be between 0 and 100".to_owned()));
+            return Err(fail(
+                &section,
+                "max_retries",
+                "must be between 0 and 100".to_owned(),
+            ));
         }
-        if s.stall_timeout_secs.is_some_and(|n| n == 0 || n > crate::limits::MAX_TIMEOUT_SECS) {
+        if s.stall_timeout_secs
+            .is_some_and(|n| n == 0 || n > crate::limits::MAX_TIMEOUT_SECS)
+        {
             return Err(fail(
                 &section,
                 "stall_timeout_secs",
@@ -129,7 +145,11 @@ pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigEr
         if let Some(url) = &s.base_url
             && !(url.starts_with("http://") || url.starts_with("https://"))
         {
-            return Err(fail(&section, "base_url", format!("must be an http(s) URL, not `{url}`")));
+            return Err(fail(
+                &section,
+                "base_url",
+                format!("must be an http(s) URL, not `{url}`"),
+            ));
         }
     }
     Ok(())
@@ -157,7 +177,9 @@ pub fn narrow(raw: &mut RawConfig, ignored: &mut Vec<String>) {
             s.max_retries = None;
             fields.push("max_retries (may only be lowered)");
         }
-        if s.stall_timeout_secs.is_some_and(|n| n > defaults.stall_timeout.as_secs()) {
+        if s.stall_timeout_secs
+            .is_some_and(|n| n > defaults.stall_timeout.as_secs())
+        {
             s.stall_timeout_secs = None;
             fields.push("stall_timeout_secs (may only be lowered)");
         }
@@ -182,7 +204,12 @@ pub fn narrow(raw: &mut RawConfig, ignored: &mut Vec<String>) {
             ));
         }
     }
-    if raw.agents.model.as_deref().is_some_and(|m| Backend::parse(m).is_some()) {
+    if raw
+        .agents
+        .model
+        .as_deref()
+        .is_some_and(|m| Backend::parse(m).is_some())
+    {
         if let Some(model) = raw.agents.model.take() {
             ignored.push(format!(
                 "[agents] model = \"{model}\": only a trusted project may run agents on a coding-agent CLI"
@@ -207,7 +234,9 @@ pub fn resolve(root: &Path, raw: &RawCli) -> BTreeMap<Cli, CliSettings> {
         out.insert(
             cli,
             CliSettings {
-                program: s.program.map(|p| if p.is_absolute() { p } else { root.join(p) }),
+                program: s
+                    .program
+                    .map(|p| if p.is_absolute() { p } else { root.join(p) }),
                 base_url: s.base_url,
                 api: s.api,
                 api_key_env: key_env,
@@ -231,7 +260,11 @@ pub fn policy_hook(root: &Path) -> String {
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "baton".to_owned());
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
-    format!("{} -C {} guard --policy", quote(&exe), quote(&root.display().to_string()))
+    format!(
+        "{} -C {} guard --policy",
+        quote(&exe),
+        quote(&root.display().to_string())
+    )
 }
 
 /// The engine's CLI settings for a run of `cfg`.
@@ -264,9 +297,20 @@ mod tests {
         // A native model for a role only changes how much work is done.
         assert_eq!(raw.agents.roles["developer"], "anthropic/claude-sonnet-4-5");
         let c = raw.cli.claude_code.as_ref().unwrap();
-        assert_eq!(c, &RawCliSettings { max_retries: Some(1), ..RawCliSettings::default() });
+        assert_eq!(
+            c,
+            &RawCliSettings {
+                max_retries: Some(1),
+                ..RawCliSettings::default()
+            }
+        );
         assert_eq!(ignored.len(), 3, "{ignored:?}");
-        assert!(ignored.iter().any(|l| l.contains("program, base_url, api_key_env, stall_timeout_secs")), "{ignored:?}");
+        assert!(
+            ignored
+                .iter()
+                .any(|l| l.contains("program, base_url, api_key_env, stall_timeout_secs")),
+            "{ignored:?}"
+        );
         let resolved = resolve(Path::new("/p"), &raw.cli);
         assert_eq!(resolved[&Cli::ClaudeCode].program, None);
         assert_eq!(resolved[&Cli::ClaudeCode].base_url, None);
@@ -276,7 +320,11 @@ mod tests {
     fn bad_values_are_refused_with_their_line() {
         let text = "[agents.roles]\ndeveloper = \"codex/-s danger\"\n";
         let err = validate(Path::new("baton.toml"), text, &load(text)).unwrap_err();
-        assert!(err.to_string().starts_with("baton.toml:2: `[agents.roles] developer`"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("baton.toml:2: `[agents.roles] developer`"),
+            "{err}"
+        );
         let text = "[cli.pi]\napi = \"grpc\"\n";
         let err = validate(Path::new("baton.toml"), text, &load(text)).unwrap_err();
         assert!(err.to_string().contains("baton.toml:2"), "{err}");

@@ -6,6 +6,8 @@
 //! - the latest user prompt holds `WRITE` (or `WRITE:<path>`) and tools are offered → one call
 //!   of the CLI's write tool (`Write`, `write`, `write_file`, `apply_patch`, else its shell tool)
 //!   creating `mock.txt` (or `<path>`) with [`FILE_TEXT`];
+//! - Anthropic only: it holds `READ-THEN-WRITE:<path>` → a `Read` of the file, then a `Write`
+//!   of it (Claude Code writes an existing file only after reading it);
 //! - it holds `FAIL` → one call of the shell tool running `ls definitely-missing-dir`;
 //! - anything else → the text [`HELLO`].
 //!
@@ -166,6 +168,10 @@ fn write(tools: &[(String, Value, bool)], workdir: &Path, target: &str) -> Optio
 }
 
 fn decide(result: Option<String>, prompt: &str, body: &Value, workdir: &Path) -> Step {
+    let prompt = body
+        .get("baton_scripted_prompt")
+        .and_then(Value::as_str)
+        .unwrap_or(prompt);
     if let Some(r) = result {
         let flat = r.split_whitespace().collect::<Vec<_>>().join(" ");
         return Step::Text(format!(
@@ -198,6 +204,35 @@ fn sse(event: Option<&str>, data: &Value) -> String {
     }
 }
 
+/// The text of the conversation's first user message.
+fn first_prompt(msgs: &[Value]) -> String {
+    msgs.iter()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .map(|m| text_of(m.get("content").unwrap_or(&Value::Null)))
+        .unwrap_or_default()
+}
+
+/// The tool the model last called in an Anthropic conversation.
+fn last_tool_use(msgs: &[Value]) -> Option<String> {
+    msgs.iter()
+        .filter_map(|m| m.get("content").and_then(Value::as_array))
+        .flatten()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("tool_use"))
+        .filter_map(|p| p.get("name").and_then(Value::as_str))
+        .next_back()
+        .map(str::to_owned)
+}
+
+/// A fresh message id (each answer is its own message, as with a real server).
+fn next_id(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!(
+        "{prefix}_scripted{:06}",
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 fn anthropic(body: &Value, workdir: &Path) -> MockResponse {
     let msgs = body
         .get("messages")
@@ -219,7 +254,27 @@ fn anthropic(body: &Value, workdir: &Path) -> MockResponse {
         .cloned()
         .collect();
     let result = (!results.is_empty()).then(|| text_of(&Value::Array(results)));
-    let step = decide(result, &text_of(&content), body, workdir);
+    let prompt = body
+        .get("baton_scripted_prompt")
+        .and_then(Value::as_str)
+        .map_or_else(|| first_prompt(&msgs), str::to_owned);
+    let step = match prompt.split_once("READ-THEN-WRITE:") {
+        // Claude Code writes an existing file only after reading it: read, then write.
+        Some((_, rest)) => {
+            let target = rest.split_whitespace().next().unwrap_or("mock.txt");
+            let path = workdir.join(target).display().to_string();
+            match last_tool_use(&msgs).as_deref() {
+                None => Step::Tool("Read".into(), false, json!({ "file_path": path })),
+                Some("Read") => Step::Tool(
+                    "Write".into(),
+                    false,
+                    json!({ "file_path": path, "content": FILE_TEXT }),
+                ),
+                Some(_) => decide(result, "", body, workdir),
+            }
+        }
+        None => decide(result, &text_of(&content), body, workdir),
+    };
     let model = body
         .get("model")
         .and_then(Value::as_str)
@@ -229,7 +284,7 @@ fn anthropic(body: &Value, workdir: &Path) -> MockResponse {
         sse(
             Some("message_start"),
             &json!({"type": "message_start", "message": {
-            "id": "msg_scripted", "type": "message", "role": "assistant", "model": model, "content": [],
+            "id": next_id("msg"), "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": null, "stop_sequence": null,
             "usage": {"input_tokens": input, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
         ),
@@ -266,7 +321,7 @@ fn anthropic(body: &Value, workdir: &Path) -> MockResponse {
             );
             block(
                 1,
-                json!({"type": "tool_use", "id": "toolu_scripted01", "name": name, "input": {}}),
+                json!({"type": "tool_use", "id": next_id("toolu"), "name": name, "input": {}}),
                 json!({"type": "input_json_delta", "partial_json": args.to_string()}),
             );
             "tool_use"
@@ -395,6 +450,20 @@ fn chat(body: &Value, workdir: &Path) -> MockResponse {
 
 /// Answers one request by the script, for an agent working in `workdir`.
 pub fn respond(request: &RecordedRequest, workdir: &Path) -> MockResponse {
+    respond_as(request, workdir, None)
+}
+
+/// Answers as [`respond`], reading `prompt` instead of the conversation's latest prompt (so
+/// an agent whose task baton writes can still be scripted, e.g. `WRITE:tests-pass`).
+pub fn respond_as(request: &RecordedRequest, workdir: &Path, prompt: Option<&str>) -> MockResponse {
+    let mut body = request.body.clone();
+    if let Some(p) = prompt {
+        body["baton_scripted_prompt"] = Value::String(p.to_owned());
+    }
+    let request = &RecordedRequest {
+        body,
+        ..request.clone()
+    };
     let path = request.path.split('?').next().unwrap_or("");
     if path.ends_with("/messages/count_tokens") {
         return MockResponse::json(200, &json!({"input_tokens": ANTHROPIC_USAGE.0}));
@@ -418,6 +487,13 @@ pub fn respond(request: &RecordedRequest, workdir: &Path) -> MockResponse {
         404,
         &json!({"error": {"message": format!("not found: {}", request.path)}}),
     )
+}
+
+/// A responder that answers every conversation as if its prompt were `prompt`.
+pub fn responder_as(workdir: &Path, prompt: &str) -> Responder {
+    let workdir = workdir.to_path_buf();
+    let prompt = prompt.to_owned();
+    Arc::new(move |r: &RecordedRequest| respond_as(r, &workdir, Some(&prompt)))
 }
 
 /// The script as a [`crate::MockServer::respond_with`] responder.

@@ -38,7 +38,11 @@ pub fn policy_hook(root: &Path, input: &str) -> HookAnswer {
         match check(root, &payload) {
             Ok(None) => {}
             Ok(Some(refusal)) => return block(&refusal),
-            Err(e) => return block(&format!("{e:#}; the call is blocked until the policy can check it")),
+            Err(e) => {
+                return block(&format!(
+                    "{e:#}; the call is blocked until the policy can check it"
+                ));
+            }
         }
     }
     hook(root, input)
@@ -156,7 +160,11 @@ mod tests {
             assert!(a.stderr.starts_with("baton policy:"), "{}", a.stderr);
             assert!(a.stderr.contains(why), "{path}: {}", a.stderr);
         }
-        let a = pre(root, "Write", json!({"file_path": root.join("src/lib.rs").display().to_string(), "content": "x"}));
+        let a = pre(
+            root,
+            "Write",
+            json!({"file_path": root.join("src/lib.rs").display().to_string(), "content": "x"}),
+        );
         assert_eq!(a.code, 0, "{}", a.stderr);
         let a = pre(root, "Bash", json!({"command": "ls"}));
         assert_eq!(a.code, 0, "{}", a.stderr);
@@ -165,11 +173,21 @@ mod tests {
     #[test]
     fn an_edit_of_a_story_status_is_refused() {
         let dir = project();
-        let story = dir.path().join("_bmad-output/implementation-artifacts/1-1-login.md");
+        let story = dir
+            .path()
+            .join("_bmad-output/implementation-artifacts/1-1-login.md");
         std::fs::write(&story, "# Story 1.1\n\nStatus: ready-for-dev\n\nText.\n").unwrap();
-        let a = pre(dir.path(), "Edit", json!({"file_path": story.display().to_string(), "old_string": "ready-for-dev", "new_string": "done"}));
+        let a = pre(
+            dir.path(),
+            "Edit",
+            json!({"file_path": story.display().to_string(), "old_string": "ready-for-dev", "new_string": "done"}),
+        );
         assert_eq!(a.code, 2, "{}", a.stderr);
-        let a = pre(dir.path(), "Edit", json!({"file_path": story.display().to_string(), "old_string": "Text.", "new_string": "More text."}));
+        let a = pre(
+            dir.path(),
+            "Edit",
+            json!({"file_path": story.display().to_string(), "old_string": "Text.", "new_string": "More text."}),
+        );
         assert_eq!(a.code, 0, "{}", a.stderr);
     }
 
