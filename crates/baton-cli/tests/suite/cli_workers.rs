@@ -196,3 +196,56 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+#[test]
+fn doctor_reports_each_cli_without_printing_the_key() {
+    let p = Project::with_sprint("development_status:\n  epic-1: backlog\n  1-1-a: backlog\n");
+    p.write(".baton/.gitignore", "*\n");
+    p.write("bin/fake-codex", "#!/bin/sh\necho 'codex-cli 0.169.0'\n");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            p.root().join("bin/fake-codex"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
+    p.write(
+        "baton.toml",
+        "[agents.roles]\ndeveloper = \"codex/gpt-5.5\"\n\n[cli.codex]\nprogram = \"bin/fake-codex\"\napi_key_env = \"BATON_TEST_CODEX_KEY\"\n",
+    );
+    super::sprint::git_init(&p);
+    baton(&p, &["trust"]).expect_code(0);
+    let mut cmd = super::sprint::command(&p, &["doctor", "--offline", "--json"]);
+    cmd.env("BATON_TEST_CODEX_KEY", "sekret-value-123");
+    let run = super::sprint::run_guarded(cmd, &["doctor"]);
+    assert!(!run.stdout.contains("sekret-value-123") && !run.stderr.contains("sekret-value-123"));
+    let report: serde_json::Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}\n{}", run.describe()));
+    let codex = report["clis"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["name"] == "codex"))
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(codex["installed"], true, "{codex:#}");
+    assert_eq!(codex["version"], "codex-cli 0.169.0");
+    assert_eq!(codex["credentials"], "set (from BATON_TEST_CODEX_KEY)");
+    assert_eq!(codex["used_by"], serde_json::json!(["developer"]));
+    let flags = codex["flags"].as_str().unwrap();
+    assert!(
+        flags.contains("-s workspace-write") && flags.contains("--ignore-user-config"),
+        "{flags}"
+    );
+    // Untrusted, the same file runs nothing on the CLI and points it nowhere.
+    baton(&p, &["trust", "--revoke"]).expect_code(0);
+    let run = baton(&p, &["doctor", "--offline", "--json"]);
+    let report: serde_json::Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}\n{}", run.describe()));
+    let used: Vec<&serde_json::Value> = report["clis"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| !c["used_by"].as_array().unwrap().is_empty())
+        .collect();
+    assert!(used.is_empty(), "{report:#}");
+}

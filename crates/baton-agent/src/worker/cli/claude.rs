@@ -15,6 +15,8 @@ use baton_llm::Usage;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
+/// The variable of a Claude subscription's token, passed under its own name.
+pub const OAUTH_VAR: &str = "CLAUDE_CODE_OAUTH_TOKEN";
 /// The tools of a writing role.
 pub const WRITE_TOOLS: &str = "Read,Write,Edit,Bash";
 /// The tools of a read-only role.
@@ -110,11 +112,16 @@ pub fn invocation(l: &Launch<'_>) -> Invocation {
     if let Some(url) = &l.settings.base_url {
         env.push(("ANTHROPIC_BASE_URL".to_owned(), url.clone()));
     }
+    // A subscription's long-lived token (`claude setup-token`) goes in under its own name.
+    let key_var = match l.settings.api_key_env.as_deref() {
+        Some(OAUTH_VAR) => OAUTH_VAR,
+        _ => "ANTHROPIC_API_KEY",
+    };
     let secret_env = l
         .settings
         .api_key
         .as_ref()
-        .map(|k| ("ANTHROPIC_API_KEY".to_owned(), k.expose().to_owned()))
+        .map(|k| (key_var.to_owned(), k.expose().to_owned()))
         .into_iter()
         .collect();
     Invocation {
