@@ -356,3 +356,60 @@ impl Setup {
         Ok((runner, def))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_agent::definition::{self, Source};
+    use baton_agent::worker::cli::{Cli, CliSettings};
+
+    fn setup(root: &std::path::Path) -> Setup {
+        let mut agents = BTreeMap::new();
+        for (name, role) in [("dev", "developer"), ("rev", "reviewer")] {
+            let text = format!(
+                "---\nname: {name}\ndescription: d\nrole: {role}\nmodel: script/t\n---\nPrompt.\n"
+            );
+            agents.insert(
+                name.to_owned(),
+                definition::parse("t.md", &text, Source::Bundled).unwrap(),
+            );
+        }
+        let sandbox = Arc::new(Sandbox::new(root, &Sandbox::default_deny()).unwrap());
+        Setup::new(
+            root.to_path_buf(),
+            agents,
+            registry::bundled_providers(),
+            BTreeMap::new(),
+            Mode::Yolo,
+            Arc::new(Budget::default()),
+            sandbox,
+            CommandPolicy::default(),
+        )
+    }
+
+    #[test]
+    fn roles_pick_their_backend_over_the_override_and_the_definition() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = setup(dir.path());
+        s.model_override = Some("script/other".into());
+        s.role_models
+            .insert("developer".into(), "claude-code/claude-sonnet-4-5".into());
+        assert_eq!(
+            s.model_of(s.agent("dev").unwrap()),
+            "claude-code/claude-sonnet-4-5"
+        );
+        assert_eq!(s.model_of(s.agent("rev").unwrap()), "script/other");
+        s.cli.settings.insert(
+            Cli::ClaudeCode,
+            CliSettings {
+                program: Some("/nonexistent/claude".into()),
+                ..CliSettings::default()
+            },
+        );
+        assert!(s.worker("dev").is_ok());
+        s.role_models
+            .insert("developer".into(), "pi/only-a-model".into());
+        let err = s.worker("dev").err().unwrap().to_string();
+        assert!(err.contains("pi/PROVIDER/MODEL"), "{err}");
+    }
+}

@@ -782,8 +782,10 @@ impl CliWorker {
                 }
             }
         };
-        // Whatever the CLI left running in its group goes with it.
+        // Whatever the CLI left running in its group goes with it, and so does its home (its
+        // sessions, caches and state databases; what matters is in the transcript).
         killer.kill();
+        let _ = std::fs::remove_dir_all(&home);
         if let Some(task) = stderr_task {
             let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
         }
