@@ -208,6 +208,11 @@ async fn plain_answer(cli: Cli) {
         !text.contains("sk-dummy-not-a-real-key"),
         "a key reached the transcript"
     );
+    // The CLI's home (sessions, caches, state) is gone with the run.
+    let homes: Vec<_> = std::fs::read_dir(dir.path().join(".baton/cli"))
+        .unwrap()
+        .collect();
+    assert!(homes.is_empty(), "{homes:?}");
 }
 
 async fn write_lands(cli: Cli) {
