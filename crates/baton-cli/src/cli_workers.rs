@@ -260,8 +260,19 @@ pub fn policy_hook(root: &Path) -> String {
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "baton".to_owned());
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    // The CLI's HOME is not the user's: the hook gets baton's configuration directory, where
+    // the project's trust is recorded.
+    let config = crate::env::config_dir()
+        .map(|d| {
+            format!(
+                "{}={} ",
+                crate::env::BATON_CONFIG_DIR,
+                quote(&d.display().to_string())
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "{} -C {} guard --policy",
+        "{config}{} -C {} guard --policy",
         quote(&exe),
         quote(&root.display().to_string())
     )

@@ -9,6 +9,12 @@
 //! with the reason on stderr, which Claude Code reports to the model as the tool's error and
 //! shows in its stream. Allowed calls (and every `PostToolUse`) then go through the test-first
 //! guard exactly as `baton guard` does. Input that cannot be read blocks the call.
+//!
+//! Before a `Bash` call it applies the command allowlist (`[commands] allow`, plus a few shell
+//! builtins) to every simple command of the line, refuses command substitution (which would hide
+//! a program), and checks output redirections and the destinations of `cp`, `mv`, `tee`,
+//! `sed -i`… like file writes. This reads shell the way the test-first guard does: a heuristic,
+//! and an allowlisted interpreter (`python3 -c`) can still do anything.
 
 use super::guard::{HookAnswer, hook};
 use anyhow::Result;
@@ -74,9 +80,85 @@ fn after_text(tool: &str, input: &Value, before: Option<&str>) -> Option<String>
     }
 }
 
+/// Shell builtins a command line may use besides the allowlisted programs.
+const BUILTINS: [&str; 9] = [
+    "cd", "pwd", "true", "false", "test", "[", "echo", "printf", "exit",
+];
+
+/// `Some(reason)` when a `Bash` command runs a program off the allowlist, hides one in a command
+/// substitution, or redirects output onto a path the file tools would refuse.
+fn check_bash(
+    command: &str,
+    allow: &[String],
+    sandbox: &Sandbox,
+    root: &Path,
+    cwd: &Path,
+) -> Option<String> {
+    if command.contains("$(") || command.contains('`') {
+        return Some("command substitution (`$(…)`, backticks) is not allowed: run each program as its own command".into());
+    }
+    let cmd = baton_agent::tdd::shell::Cmd::Shell(command.to_owned());
+    for simple in cmd.simple_commands() {
+        let Some(program) = simple.program_words().first() else {
+            continue;
+        };
+        let name = program.rsplit('/').next().unwrap_or(program);
+        if !BUILTINS.contains(&name) && !allow.iter().any(|a| a == name) {
+            return Some(format!(
+                "`{name}` is not on the command allowlist ({}); ask a human to add it to `[commands] allow`",
+                allow.join(", ")
+            ));
+        }
+        for target in simple.write_targets() {
+            if let Some(why) = check_path(&target, sandbox, root, cwd) {
+                return Some(why);
+            }
+        }
+    }
+    None
+}
+
+/// `Some(reason)` when writing `path` (as given, relative to `cwd`) must be refused.
+fn check_path(path: &str, sandbox: &Sandbox, root: &Path, cwd: &Path) -> Option<String> {
+    let abs = cwd.join(path);
+    let lexical_root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let Ok(rel) = abs
+        .strip_prefix(sandbox.root())
+        .or_else(|_| abs.strip_prefix(&lexical_root))
+    else {
+        return Some(format!(
+            "`{path}` is outside the workspace `{}`",
+            sandbox.root().display()
+        ));
+    };
+    sandbox
+        .resolve(&rel.to_string_lossy(), Access::Write)
+        .err()
+        .map(|refusal| refusal.to_string())
+}
+
 /// `Some(reason)` when the call must be refused.
 fn check(root: &Path, payload: &Value) -> Result<Option<String>> {
     let tool = str_field(payload, "tool_name");
+    if tool == "Bash" {
+        let cfg = crate::config::Config::load_as(root, crate::trust::is_trusted(root))?;
+        let sandbox = Sandbox::with_protected(root, &cfg.sandbox_deny, &cfg.protected())?;
+        let cwd = match str_field(payload, "cwd") {
+            "" => root.to_path_buf(),
+            c => PathBuf::from(c),
+        };
+        let command = payload
+            .pointer("/tool_input/command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return Ok(check_bash(
+            command,
+            &cfg.commands.allow,
+            &sandbox,
+            root,
+            &cwd,
+        ));
+    }
     if !matches!(tool, "Write" | "Edit" | "MultiEdit" | "NotebookEdit") {
         return Ok(None);
     }
@@ -94,19 +176,16 @@ fn check(root: &Path, payload: &Value) -> Result<Option<String>> {
         "" => root.to_path_buf(),
         c => PathBuf::from(c),
     };
+    if let Some(why) = check_path(path, &sandbox, root, &cwd) {
+        return Ok(Some(why));
+    }
     let abs = cwd.join(path);
-    let canonical_root = sandbox.root().to_path_buf();
     let lexical_root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let rel = abs
-        .strip_prefix(&canonical_root)
-        .or_else(|_| abs.strip_prefix(&lexical_root));
-    let Ok(rel) = rel else {
-        return Ok(Some(format!(
-            "`{path}` is outside the workspace `{}`",
-            canonical_root.display()
-        )));
-    };
-    let rel = rel.to_string_lossy().into_owned();
+        .strip_prefix(sandbox.root())
+        .or_else(|_| abs.strip_prefix(&lexical_root))
+        .map(|r| r.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let resolved = match sandbox.resolve(&rel, Access::Write) {
         Ok(p) => p,
         Err(refusal) => return Ok(Some(refusal.to_string())),
@@ -168,6 +247,26 @@ mod tests {
         assert_eq!(a.code, 0, "{}", a.stderr);
         let a = pre(root, "Bash", json!({"command": "ls"}));
         assert_eq!(a.code, 0, "{}", a.stderr);
+    }
+
+    #[test]
+    fn bash_runs_allowlisted_programs_and_writes_where_the_file_tools_may() {
+        let dir = project();
+        let root = dir.path();
+        for (command, allowed) in [
+            ("cargo test && git status", true),
+            ("cd src; ls -la | cat > listing.txt", true),
+            ("curl https://example.com", false),
+            ("ls $(rm -rf .)", false),
+            ("echo x > baton.toml", false),
+            ("cat a > /etc/elsewhere", false),
+            ("echo x > .git/hooks/pre-commit", false),
+            ("FOO=1 /usr/bin/python3 -c 1", true),
+            ("sudo rm -rf /", false),
+        ] {
+            let a = pre(root, "Bash", json!({ "command": command }));
+            assert_eq!(a.code == 0, allowed, "{command}: {}", a.stderr);
+        }
     }
 
     #[test]

@@ -197,6 +197,33 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn the_policy_hook_holds_bash_to_the_command_allowlist() {
+    let Some(program) = claude() else { return };
+    let p = Project::with_sprint("development_status:\n  epic-1: backlog\n  1-1-a: backlog\n");
+    p.write(".baton/.gitignore", "*\n");
+    // An untrusted project may shorten the allowlist: `ls` is off it.
+    p.write("baton.toml", "[commands]\nallow = [\"cargo\"]\n");
+    super::sprint::git_init(&p);
+    let root = std::fs::canonicalize(p.root()).unwrap();
+    let server = MockServer::start().await;
+    server.respond_with(scripted::responder(&root));
+    let w = worker(&root, program, server.url());
+    let out = w
+        .run(&Job {
+            agent: developer(),
+            task: "FAIL: run it".into(),
+        })
+        .await;
+    let raw = std::fs::read_to_string(stream_path(out.transcript.as_ref().unwrap())).unwrap();
+    assert!(
+        raw.contains("PreToolUse:Bash") && raw.contains("`ls` is not on the command allowlist"),
+        "{raw}"
+    );
+    let last = server.requests().last().unwrap().raw_body.clone();
+    assert!(!last.contains("cannot access"), "`ls` ran");
+}
+
 #[test]
 fn doctor_reports_each_cli_without_printing_the_key() {
     let p = Project::with_sprint("development_status:\n  epic-1: backlog\n  1-1-a: backlog\n");
