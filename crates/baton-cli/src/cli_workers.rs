@@ -209,12 +209,11 @@ pub fn narrow(raw: &mut RawConfig, ignored: &mut Vec<String>) {
         .model
         .as_deref()
         .is_some_and(|m| Backend::parse(m).is_some())
+        && let Some(model) = raw.agents.model.take()
     {
-        if let Some(model) = raw.agents.model.take() {
-            ignored.push(format!(
-                "[agents] model = \"{model}\": only a trusted project may run agents on a coding-agent CLI"
-            ));
-        }
+        ignored.push(format!(
+            "[agents] model = \"{model}\": only a trusted project may run agents on a coding-agent CLI"
+        ));
     }
 }
 

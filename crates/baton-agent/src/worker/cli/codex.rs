@@ -116,11 +116,7 @@ impl StreamParser for Parser {
             self.reconnects = 0;
         }
         match str_of(ev, "type") {
-            "turn.started" => {
-                if t.turns == 0 {
-                    t.turn();
-                }
-            }
+            "turn.started" if t.turns == 0 => t.turn(),
             "item.started" => {
                 let item = ev.get("item").unwrap_or(&Value::Null);
                 match str_of(item, "type") {

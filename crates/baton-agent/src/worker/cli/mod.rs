@@ -723,13 +723,10 @@ impl CliWorker {
             None
         };
 
+        // After the CLI exited, its output is drained for a moment (a grandchild may hold the
+        // pipe open).
+        let mut drain_until: Option<Instant> = None;
         let stop = loop {
-            // After the CLI exited, its output is drained for a moment (a grandchild may hold
-            // the pipe open).
-            let drain_until = match exit {
-                Some(_) => Some(Instant::now() + Duration::from_secs(2)),
-                None => None,
-            };
             tokio::select! {
                 _ = self.cancel.cancelled() => break Some(Stop::Cancelled),
                 _ = tokio::time::sleep_until(deadline) => break Some(Stop::Timeout(timeout)),
@@ -737,6 +734,7 @@ impl CliWorker {
                 _ = tokio::time::sleep_until(drain_until.unwrap_or(deadline)), if drain_until.is_some() => break None,
                 status = child.wait(), if exit.is_none() => {
                     exit = Some(status.ok().and_then(|s| s.code()));
+                    drain_until = Some(Instant::now() + Duration::from_secs(2));
                 }
                 read = stdout.read(&mut buf) => {
                     let n = match read {

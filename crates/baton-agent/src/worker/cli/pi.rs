@@ -170,10 +170,8 @@ impl StreamParser for Parser {
                 u64_of(ev, "maxAttempts"),
                 str_of(ev, "errorMessage")
             )),
-            "auto_retry_end" => {
-                if ev.get("success") == Some(&Value::Bool(false)) {
-                    self.retries_failed = Some(str_of(ev, "finalError").to_owned());
-                }
+            "auto_retry_end" if ev.get("success") == Some(&Value::Bool(false)) => {
+                self.retries_failed = Some(str_of(ev, "finalError").to_owned());
             }
             "agent_end" => t.finished = true,
             _ => {}
