@@ -383,8 +383,8 @@ pub struct CliView {
     pub flags: String,
 }
 
-/// The CLIs `baton doctor` reports: those agents use, those `baton.toml` configures, and those
-/// found on PATH. `used` maps a CLI to the agents on it.
+/// The CLIs `baton doctor` reports: those agents use and those `baton.toml` configures. `used`
+/// maps a CLI to the agents on it.
 pub async fn cli_views(
     cfg: &Config,
     used: &BTreeMap<Cli, Vec<String>>,
@@ -400,10 +400,12 @@ pub async fn cli_views(
         let settings = clis.settings(cli);
         let used_by = used.get(&cli).cloned().unwrap_or_default();
         let configured = settings != CliSettings::default();
-        let program = clis.program(cli);
-        if used_by.is_empty() && !configured && program.is_none() {
+        // Only CLIs the project uses or configures: what happens to be installed on this
+        // machine is no part of the project's setup.
+        if used_by.is_empty() && !configured {
             continue;
         }
+        let program = clis.program(cli);
         let version = match &program {
             Some(p) => version_of(p).await,
             None => None,

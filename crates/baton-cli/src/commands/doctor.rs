@@ -34,7 +34,7 @@ struct Report {
     test_command: Option<Vec<String>>,
     sprint: SprintView,
     providers: Vec<ProviderView>,
-    /// Coding-agent CLIs used, configured or installed (left out when there are none).
+    /// Coding-agent CLIs agents use or `baton.toml` configures (left out when there are none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     clis: Vec<crate::cli_workers::CliView>,
     /// What stops baton from working (exit 1).

@@ -224,6 +224,36 @@ async fn the_policy_hook_holds_bash_to_the_command_allowlist() {
     assert!(!last.contains("cannot access"), "`ls` ran");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn the_policy_hook_applies_the_test_first_guard() {
+    let Some(program) = claude() else { return };
+    let p = Project::with_sprint("development_status:\n  epic-1: backlog\n  1-1-a: backlog\n");
+    p.write(".baton/.gitignore", "*\n");
+    // An untrusted project may turn the guard on.
+    p.write("baton.toml", "[tdd]\nmode = \"tdd\"\n");
+    p.write("src/lib.rs", "pub fn a() {}\n");
+    super::sprint::git_init(&p);
+    let root = std::fs::canonicalize(p.root()).unwrap();
+    let server = MockServer::start().await;
+    server.respond_with(scripted::responder(&root));
+    let w = worker(&root, program, server.url());
+    let out = w
+        .run(&Job {
+            agent: developer(),
+            task: "Please WRITE:src/feature.rs".into(),
+        })
+        .await;
+    let raw = std::fs::read_to_string(stream_path(out.transcript.as_ref().unwrap())).unwrap();
+    assert!(
+        raw.contains("PreToolUse:Write") && raw.contains("test-first guard"),
+        "{raw}"
+    );
+    assert!(
+        !root.join("src/feature.rs").exists(),
+        "code was written before a failing test"
+    );
+}
+
 #[test]
 fn doctor_reports_each_cli_without_printing_the_key() {
     let p = Project::with_sprint("development_status:\n  epic-1: backlog\n  1-1-a: backlog\n");
