@@ -508,3 +508,74 @@ async fn a_missing_program_fails_with_its_path() {
     assert_eq!(out.status, Status::Failed);
     assert!(out.reason.unwrap().contains("/nonexistent/codex"));
 }
+
+/// Live processes (not zombies) whose working directory is `root`.
+fn processes_in(root: &Path) -> Vec<String> {
+    let root = std::fs::canonicalize(root).unwrap();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        if !pid.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if !zombie && std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == root) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_real_cli_waiting_forever_on_its_model_is_killed_at_the_agent_timeout() {
+    let Some(program) = installed(Cli::ClaudeCode) else {
+        return;
+    };
+    let dir = repo();
+    // The check below sees a process working in the directory.
+    let mut probe = Command::new("sleep")
+        .arg("30")
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    assert_eq!(processes_in(dir.path()), vec![probe.id().to_string()]);
+    probe.kill().unwrap();
+    probe.wait().unwrap();
+    let (server, settings) = mock(Cli::ClaudeCode, dir.path()).await;
+    // The model starts its answer and then only keeps the connection alive.
+    server.enqueue(
+        baton_test_support::MockResponse::sse(vec![(
+            0,
+            baton_test_support::anthropic_stream::message_start(Default::default()),
+        )])
+        .trickle(200, "event: ping\ndata: {\"type\": \"ping\"}\n\n"),
+    );
+    let mut w = worker(dir.path(), backend(Cli::ClaudeCode), program, settings);
+    w.default_timeout = Duration::from_secs(6);
+    let out = run(&w, "developer", "say hi").await;
+    assert_eq!(out.status, Status::TimedOut, "{out:?}");
+    assert!(
+        out.reason.as_deref().unwrap().contains("within 6 s"),
+        "{out:?}"
+    );
+    let raw = std::fs::read_to_string(stream_path(out.transcript.as_ref().unwrap())).unwrap();
+    assert!(
+        raw.contains("\"subtype\":\"init\""),
+        "the partial stream was not kept"
+    );
+    let mut left = processes_in(dir.path());
+    for _ in 0..50 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        left = processes_in(dir.path());
+    }
+    assert!(left.is_empty(), "still running in the workspace: {left:?}");
+}
