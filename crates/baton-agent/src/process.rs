@@ -27,22 +27,35 @@ impl GroupKiller {
         self.armed = false;
     }
 
-    /// Sends SIGKILL to the whole group, once.
-    pub fn kill(&mut self) {
-        if !self.armed {
-            return;
+    /// Sends SIGTERM to the whole group, asking it to stop; stays armed so a SIGKILL can follow
+    /// after a grace period.
+    pub fn terminate(&self) {
+        if self.armed {
+            self.signal("TERM");
         }
-        self.armed = false;
+    }
+
+    #[cfg_attr(not(unix), allow(unused_variables))]
+    fn signal(&self, name: &str) {
         #[cfg(unix)]
         if let Some(pgid) = self.pgid {
             // No libc here (and no unsafe): `kill(1)` signals the whole group. It returns at once.
             let _ = std::process::Command::new("kill")
-                .args(["-s", "KILL", "--", &format!("-{pgid}")])
+                .args(["-s", name, "--", &format!("-{pgid}")])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .status();
         }
+    }
+
+    /// Sends SIGKILL to the whole group, once.
+    pub fn kill(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.signal("KILL");
+        self.armed = false;
     }
 }
 

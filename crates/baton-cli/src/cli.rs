@@ -204,6 +204,10 @@ pub struct GuardArgs {
     /// `install` or `uninstall` the hooks; without one, answer one hook call from stdin.
     #[command(subcommand)]
     pub action: Option<GuardAction>,
+    /// Also apply baton's path policy (workspace, protected paths, story statuses): the hook
+    /// baton gives the Claude Code workers it runs.
+    #[arg(long)]
+    pub policy: bool,
 }
 
 /// `baton guard` actions.

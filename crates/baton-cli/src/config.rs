@@ -100,6 +100,9 @@ pub struct RawConfig {
     /// `[rules]`: context rules.
     #[serde(default)]
     pub rules: RawRules,
+    /// `[cli.NAME]`: coding-agent CLIs (docs/cli-workers.md).
+    #[serde(default)]
+    pub cli: crate::cli_workers::RawCli,
 }
 
 /// `[tdd]`: the test-first guard (docs/tdd.md).
@@ -161,6 +164,9 @@ pub struct RawAgents {
     /// `[agents.overrides.NAME]`: settings of one agent.
     #[serde(default)]
     pub overrides: BTreeMap<String, RawAgentOverride>,
+    /// `[agents.roles]`: a model (or CLI backend) per role.
+    #[serde(default)]
+    pub roles: BTreeMap<String, String>,
 }
 
 /// `[agents.overrides.NAME]`.
@@ -273,6 +279,10 @@ pub struct Config {
     pub tdd: RawTdd,
     /// Whether context rules are on.
     pub rules_enabled: bool,
+    /// Coding-agent CLIs (`[cli.*]`).
+    pub cli: BTreeMap<baton_agent::worker::cli::Cli, baton_agent::worker::cli::CliSettings>,
+    /// Models by role (`[agents.roles]`).
+    pub role_models: BTreeMap<String, String>,
     /// Whether the project is trusted (`baton trust`).
     pub trusted: bool,
     /// Settings of an untrusted project's `baton.toml` that were not applied, one line each.
@@ -313,6 +323,7 @@ impl Config {
                 Err(source) => return Err(ConfigError::Io { path, source }),
             };
         crate::limits::validate(&path, &text, &raw)?;
+        crate::cli_workers::validate(&path, &text, &raw)?;
         let ignored = if trusted {
             Vec::new()
         } else {
@@ -384,6 +395,8 @@ impl Config {
             sprint: raw.sprint,
             tdd: raw.tdd,
             rules_enabled: raw.rules.enabled.unwrap_or(true),
+            cli: crate::cli_workers::resolve(root, &raw.cli),
+            role_models: raw.agents.roles.clone(),
             trusted: true,
             ignored: Vec::new(),
         };

@@ -16,7 +16,7 @@ pub const MAX_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
 pub const MAX_COUNT: u64 = 100_000;
 
 /// The 1-based line of `key` in `[section]` of `text` (1 when it cannot be found).
-fn line_of(text: &str, section: &str, key: &str) -> usize {
+pub fn line_of(text: &str, section: &str, key: &str) -> usize {
     let mut current = String::new();
     for (i, line) in text.lines().enumerate() {
         let t = line.trim();

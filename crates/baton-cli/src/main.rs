@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod cli;
+mod cli_workers;
 mod commands;
 mod config;
 mod env;

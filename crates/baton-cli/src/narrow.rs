@@ -25,9 +25,11 @@
 //!   as a test command of the guard;
 //! - `[rules] enabled = false` is ignored (rules only ever add guidance);
 //! - `[budget]` limits apply (they can only lower what a run may spend: there is no limit by
-//!   default), but `allow_over_budget = true` is ignored: it would lift `hard_usd`.
+//!   default), but `allow_over_budget = true` is ignored: it would lift `hard_usd`;
+//! - no agent may be moved onto a coding-agent CLI (`[agents.roles]`, `[agents] model`), and
+//!   `[cli.*]` may not name a program, a server or a key variable (`crate::cli_workers`).
 //!
-//! Everything else ( timeouts of runs and agents, batch sizes, `[agents] model`
+//! Everything else (timeouts of runs and agents, batch sizes, `[agents] model`
 //! among the bundled providers) only changes how much work is done, and applies as written.
 
 use crate::config::RawConfig;
@@ -48,6 +50,7 @@ pub fn narrow(raw: &mut RawConfig) -> Vec<String> {
     paths(raw, &mut ignored);
     tdd(raw, &mut ignored);
     budget(raw, &mut ignored);
+    crate::cli_workers::narrow(raw, &mut ignored);
     ignored
 }
 

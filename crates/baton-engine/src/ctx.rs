@@ -18,7 +18,7 @@ use crate::story_doc;
 use crate::workflows::sprint::report::StoryReport;
 use baton_agent::outcome::{Outcome, Status as AgentStatus};
 use baton_agent::runner::Mode;
-use baton_agent::worker::{Job, Worker};
+use baton_agent::worker::Job;
 use baton_agent::workspace::Workspace;
 use baton_core::actor::Actor;
 use baton_core::dispatch::Stage;
@@ -333,13 +333,13 @@ impl StoryCtx {
         if let Ok(mut r) = self.report.lock() {
             r.agents.push(agent.to_owned());
         }
-        let outcome = match self.run.setup.runner(agent) {
-            Ok((runner, def)) => {
+        let outcome = match self.run.setup.worker(agent) {
+            Ok((worker, def)) => {
                 let job = Job {
                     agent: def,
                     task: task.to_owned(),
                 };
-                Worker::run(&runner, &job).await
+                worker.run(&job).await
             }
             Err(e) => Outcome {
                 agent: agent.to_owned(),

@@ -13,6 +13,8 @@ use baton_agent::runner::{Budget, CallFn, EventFn, Mode, Runner};
 use baton_agent::sandbox::Sandbox;
 use baton_agent::tdd::{TddCore, TddGuard};
 use baton_agent::tools::{CommandPolicy, Tool, ToolContext, Toolbox};
+use baton_agent::worker::Worker;
+use baton_agent::worker::cli::{Backend, CliConfig, CliWorker};
 use baton_agent::workspace::Workspace;
 use baton_llm::pricing::{self, Price};
 use baton_llm::registry::{self, ProviderConfig};
@@ -55,6 +57,14 @@ pub enum SetupError {
         agent: String,
         /// Unknown names.
         tools: String,
+    },
+    /// The agent's coding-agent CLI cannot be run.
+    #[error("agent `{agent}`: {message}")]
+    Cli {
+        /// Agent.
+        agent: String,
+        /// Why.
+        message: String,
     },
     /// The client could not be built.
     #[error("agent `{agent}`: {source}")]
@@ -113,6 +123,11 @@ pub struct Setup {
     pub rules: Vec<Rule>,
     /// Where rule firings are journaled, and under which scope.
     pub rules_journal: Option<(Arc<Mutex<SqliteJournal>>, String)>,
+    /// How coding-agent CLIs are run (`claude-code/…`, `codex/…`, `pi/…` models).
+    pub cli: CliConfig,
+    /// Models by role (`[agents.roles]`): they win over [`Setup::model_override`] and over an
+    /// agent's own model.
+    pub role_models: BTreeMap<String, String>,
     clients: Mutex<HashMap<String, Arc<dyn ModelClient>>>,
 }
 
@@ -157,6 +172,8 @@ impl Setup {
             tdd: None,
             rules: Vec::new(),
             rules_journal: None,
+            cli: CliConfig::default(),
+            role_models: BTreeMap::new(),
             clients: Mutex::new(HashMap::new()),
         }
     }
@@ -210,13 +227,77 @@ impl Setup {
         .max(1)
     }
 
+    /// The model string agent `def` runs on: its role's, else the override, else its own.
+    pub fn model_of(&self, def: &AgentDef) -> String {
+        self.role_models
+            .get(&def.role)
+            .or(self.model_override.as_ref())
+            .cloned()
+            .unwrap_or_else(|| def.model.clone())
+    }
+
+    /// The worker that runs agent `name`: a coding-agent CLI when its model names one
+    /// (`claude-code/…`, `codex/…`, `pi/PROVIDER/…`), else the native loop.
+    pub fn worker(&self, name: &str) -> Result<(Box<dyn Worker>, AgentDef), SetupError> {
+        let def = self.agent(name)?.clone();
+        let model = self.model_of(&def);
+        match Backend::parse(&model) {
+            None => {
+                let (runner, def) = self.runner(name)?;
+                Ok((Box::new(runner), def))
+            }
+            Some(Err(why)) => Err(SetupError::Cli {
+                agent: def.name.clone(),
+                message: why,
+            }),
+            Some(Ok(backend)) => {
+                let settings = self.cli.settings(backend.cli);
+                let program = self.cli.program(backend.cli).ok_or_else(|| SetupError::Cli {
+                    agent: def.name.clone(),
+                    message: format!(
+                        "`{}` is not installed (not found on PATH); install it with `npm install -g {}@{}` or set `[cli.{}] program`",
+                        backend.cli.program(),
+                        backend.cli.package().0,
+                        backend.cli.package().1,
+                        backend.cli,
+                    ),
+                })?;
+                let spec = ModelSpec {
+                    provider: backend.price_provider().to_owned(),
+                    model: backend.model.clone(),
+                };
+                let price = pricing::price_for(&spec, &self.prices);
+                let worker = CliWorker {
+                    program,
+                    settings,
+                    policy_hook: self.cli.policy_hook.clone(),
+                    allow_commands: self.commands.allow.clone(),
+                    state_dir: self
+                        .cli
+                        .state_dir
+                        .clone()
+                        .unwrap_or_else(|| std::env::temp_dir().join("baton-cli")),
+                    workspace: self.workspace.clone(),
+                    transcript_dir: self.transcript_dir.clone(),
+                    mode: self.mode,
+                    budget: self.budget.clone(),
+                    price,
+                    default_max_turns: self.max_turns,
+                    default_timeout: self.timeout,
+                    cancel: self.cancel.child_token(),
+                    on_event: self.on_event.clone(),
+                    on_call: self.on_call.clone(),
+                    backend,
+                };
+                Ok((Box::new(worker), def))
+            }
+        }
+    }
+
     /// A runner for agent `name`.
     pub fn runner(&self, name: &str) -> Result<(Runner, AgentDef), SetupError> {
         let def = self.agent(name)?.clone();
-        let model = self
-            .model_override
-            .clone()
-            .unwrap_or_else(|| def.model.clone());
+        let model = self.model_of(&def);
         let spec = ModelSpec::parse(&model).ok_or_else(|| SetupError::BadModel {
             agent: def.name.clone(),
             model: model.clone(),
@@ -273,5 +354,62 @@ impl Setup {
             on_call: self.on_call.clone(),
         };
         Ok((runner, def))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_agent::definition::{self, Source};
+    use baton_agent::worker::cli::{Cli, CliSettings};
+
+    fn setup(root: &std::path::Path) -> Setup {
+        let mut agents = BTreeMap::new();
+        for (name, role) in [("dev", "developer"), ("rev", "reviewer")] {
+            let text = format!(
+                "---\nname: {name}\ndescription: d\nrole: {role}\nmodel: script/t\n---\nPrompt.\n"
+            );
+            agents.insert(
+                name.to_owned(),
+                definition::parse("t.md", &text, Source::Bundled).unwrap(),
+            );
+        }
+        let sandbox = Arc::new(Sandbox::new(root, &Sandbox::default_deny()).unwrap());
+        Setup::new(
+            root.to_path_buf(),
+            agents,
+            registry::bundled_providers(),
+            BTreeMap::new(),
+            Mode::Yolo,
+            Arc::new(Budget::default()),
+            sandbox,
+            CommandPolicy::default(),
+        )
+    }
+
+    #[test]
+    fn roles_pick_their_backend_over_the_override_and_the_definition() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = setup(dir.path());
+        s.model_override = Some("script/other".into());
+        s.role_models
+            .insert("developer".into(), "claude-code/claude-sonnet-4-5".into());
+        assert_eq!(
+            s.model_of(s.agent("dev").unwrap()),
+            "claude-code/claude-sonnet-4-5"
+        );
+        assert_eq!(s.model_of(s.agent("rev").unwrap()), "script/other");
+        s.cli.settings.insert(
+            Cli::ClaudeCode,
+            CliSettings {
+                program: Some("/nonexistent/claude".into()),
+                ..CliSettings::default()
+            },
+        );
+        assert!(s.worker("dev").is_ok());
+        s.role_models
+            .insert("developer".into(), "pi/only-a-model".into());
+        let err = s.worker("dev").err().unwrap().to_string();
+        assert!(err.contains("pi/PROVIDER/MODEL"), "{err}");
     }
 }

@@ -11,9 +11,10 @@
 pub mod anthropic_stream;
 pub mod captures;
 pub mod openai_stream;
+pub mod scripted;
 mod server;
 
-pub use server::{MockResponse, MockServer, RecordedRequest};
+pub use server::{MockResponse, MockServer, RecordedRequest, Responder};
 
 /// Splits `text` into pieces of at most `chars` characters (at least one piece, never splitting
 /// a character), the way a model streams fragments.

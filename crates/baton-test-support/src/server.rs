@@ -112,6 +112,18 @@ impl MockResponse {
         MockResponse::sse(events.into_iter().map(|e| (0, e)).collect())
     }
 
+    /// The whole body as text (every part of a stream, joined).
+    pub fn body_text(&self) -> String {
+        match &self.body {
+            Body::Full(b) => String::from_utf8_lossy(b).into_owned(),
+            Body::Stream(s) => s
+                .parts
+                .iter()
+                .map(|(_, c)| String::from_utf8_lossy(c).into_owned())
+                .collect(),
+        }
+    }
+
     /// Replaces the status.
     pub fn with_status(mut self, status: u16) -> MockResponse {
         self.status = status;
@@ -163,10 +175,23 @@ impl MockResponse {
     }
 }
 
-#[derive(Debug, Default)]
+/// Answers a request when no response is queued.
+pub type Responder = Arc<dyn Fn(&RecordedRequest) -> MockResponse + Send + Sync>;
+
+#[derive(Default)]
 struct Shared {
     queue: VecDeque<MockResponse>,
     requests: Vec<RecordedRequest>,
+    responder: Option<Responder>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("queue", &self.queue)
+            .field("requests", &self.requests)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A mock model server on `127.0.0.1`; stops when dropped.
@@ -217,6 +242,11 @@ impl MockServer {
     /// Queues the answer to a future request.
     pub fn enqueue(&self, response: MockResponse) {
         self.lock().queue.push_back(response);
+    }
+
+    /// Answers every request that finds the queue empty with `responder` (a scripted model).
+    pub fn respond_with(&self, responder: Responder) {
+        self.lock().responder = Some(responder);
     }
 
     /// Every request received so far, in arrival order.
@@ -276,8 +306,15 @@ async fn serve(
     let next = {
         let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
         let line = format!("{} {}", request.method, request.path);
+        let scripted = match (&shared.responder, shared.queue.is_empty()) {
+            (Some(r), true) => Some(r(&request)),
+            _ => None,
+        };
         shared.requests.push(request);
-        shared.queue.pop_front().ok_or(line)
+        match scripted {
+            Some(r) => Ok(r),
+            None => shared.queue.pop_front().ok_or(line),
+        }
     };
     let response = match next {
         Ok(response) => response,

@@ -6,6 +6,7 @@
 //! claims. The native tool-calling loop ([`crate::runner::Runner`]) is the first worker
 //! ([`native`]); coding-agent CLIs plug in beside it.
 
+pub mod cli;
 pub mod native;
 
 use crate::definition::AgentDef;

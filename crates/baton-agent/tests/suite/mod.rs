@@ -1,3 +1,4 @@
+pub mod cli_workers;
 pub mod protected;
 pub mod rules;
 pub mod runner;

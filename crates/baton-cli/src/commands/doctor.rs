@@ -34,6 +34,9 @@ struct Report {
     test_command: Option<Vec<String>>,
     sprint: SprintView,
     providers: Vec<ProviderView>,
+    /// Coding-agent CLIs agents use or `baton.toml` configures (left out when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    clis: Vec<crate::cli_workers::CliView>,
     /// What stops baton from working (exit 1).
     problems: Vec<String>,
     /// What works, but less well than it could.
@@ -180,8 +183,25 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
     }
 
     let mut used: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut cli_used: BTreeMap<baton_agent::worker::cli::Cli, Vec<String>> = BTreeMap::new();
     for def in found.agents.values() {
-        let model = cfg.agent_model.clone().unwrap_or_else(|| def.model.clone());
+        let model = cfg
+            .role_models
+            .get(&def.role)
+            .or(cfg.agent_model.as_ref())
+            .cloned()
+            .unwrap_or_else(|| def.model.clone());
+        match baton_agent::worker::cli::Backend::parse(&model) {
+            Some(Ok(b)) => {
+                cli_used.entry(b.cli).or_default().push(def.name.clone());
+                continue;
+            }
+            Some(Err(why)) => {
+                problems.push(format!("agent `{}`: {why}", def.name));
+                continue;
+            }
+            None => {}
+        }
         match ModelSpec::parse(&model) {
             Some(spec) => {
                 let list = used.entry(spec.provider.clone()).or_default();
@@ -211,7 +231,10 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
         }
         providers.push(view);
     }
+    let (clis, cli_problems) = crate::cli_workers::cli_views(cfg, &cli_used).await;
+    problems.extend(cli_problems);
     Ok(Report {
+        clis,
         project: root.display().to_string(),
         config,
         git: GitView {
@@ -505,6 +528,7 @@ fn print_human(r: &Report) {
             (true, None) => " (does not load)".to_owned(),
         }
     );
+    crate::cli_workers::print_clis(&r.clis);
     for p in &r.providers {
         let kind = match p.kind {
             ProviderKind::OpenAi => "openai",

@@ -6,6 +6,7 @@ mod doctor;
 mod guard;
 mod init;
 mod log;
+mod policy;
 mod sdd;
 mod set;
 mod sprint;

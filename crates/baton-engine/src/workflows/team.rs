@@ -6,7 +6,9 @@
 //! complete).
 
 use crate::setup::{Setup, SetupError};
+use baton_agent::definition::AgentDef;
 use baton_agent::outcome::{Outcome, Status};
+use baton_agent::worker::{Job, Worker};
 use futures_util::StreamExt;
 use serde::Serialize;
 
@@ -47,6 +49,15 @@ fn chain_task(task: &str, previous: Option<&str>) -> String {
     }
 }
 
+async fn run_one(worker: &dyn Worker, def: &AgentDef, task: &str) -> Outcome {
+    worker
+        .run(&Job {
+            agent: def.clone(),
+            task: task.to_owned(),
+        })
+        .await
+}
+
 /// Runs a dispatch. Every agent is checked before any runs, so a typo fails fast.
 pub async fn run(
     setup: &Setup,
@@ -60,14 +71,15 @@ pub async fn run(
     };
     let mut runners = Vec::with_capacity(names.len());
     for n in &names {
-        runners.push(setup.runner(n)?);
+        let (worker, agent) = setup.worker(n)?;
+        runners.push((worker, agent));
     }
     let mut steps = Vec::with_capacity(runners.len());
     let mut stopped_at = None;
     let mode = match dispatch {
         Dispatch::Single(_) => {
-            for (runner, def) in &runners {
-                steps.push(runner.run(def, &chain_task(task, None)).await);
+            for (worker, def) in &runners {
+                steps.push(run_one(worker.as_ref(), def, &chain_task(task, None)).await);
             }
             "single"
         }
@@ -75,9 +87,9 @@ pub async fn run(
             let task = chain_task(task, None);
             let mut indexed: Vec<(usize, Outcome)> =
                 futures_util::stream::iter(runners.iter().enumerate())
-                    .map(|(i, (runner, def))| {
+                    .map(|(i, (worker, def))| {
                         let task = task.clone();
-                        async move { (i, runner.run(def, &task).await) }
+                        async move { (i, run_one(worker.as_ref(), def, &task).await) }
                     })
                     .buffer_unordered(concurrency.max(1))
                     .collect()
@@ -88,10 +100,9 @@ pub async fn run(
         }
         Dispatch::Chain(_) => {
             let mut previous: Option<String> = None;
-            for (i, (runner, def)) in runners.iter().enumerate() {
-                let outcome = runner
-                    .run(def, &chain_task(task, previous.as_deref()))
-                    .await;
+            for (i, (worker, def)) in runners.iter().enumerate() {
+                let outcome =
+                    run_one(worker.as_ref(), def, &chain_task(task, previous.as_deref())).await;
                 let ok = outcome.status == Status::Completed;
                 previous = Some(outcome.summary.clone());
                 steps.push(outcome);

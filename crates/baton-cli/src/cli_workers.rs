@@ -1,0 +1,518 @@
+//! `baton.toml`'s `[cli.NAME]` sections and `[agents.roles]`: how coding-agent CLIs are run and
+//! which roles run on them, resolved into the engine's [`CliConfig`].
+//!
+//! ```toml
+//! [agents.roles]
+//! developer = "claude-code/claude-sonnet-4-5"   # or codex/MODEL, pi/PROVIDER/MODEL, provider/model
+//!
+//! [cli.claude-code]
+//! program = "/opt/claude/bin/claude"   # default: `claude` on PATH
+//! base_url = "http://127.0.0.1:8080"   # a model server the CLI is pointed at
+//! api_key_env = "ANTHROPIC_API_KEY"     # the variable baton passes the key from (the name only)
+//! max_retries = 2                       # the CLI's retries of a failed model call
+//! stall_timeout_secs = 300              # no event for this long ends the run
+//! ```
+//!
+//! Trust: a CLI runs whatever commands its model asks for, with far fewer checks than baton's
+//! own loop, so an untrusted `baton.toml` may not move any agent onto a CLI (`[agents.roles]`
+//! and `[agents] model` values naming one are ignored) nor point a CLI anywhere
+//! (`program`, `base_url`, `api`, `api_key_env` are ignored); it may only lower
+//! `max_retries` and `stall_timeout_secs`.
+
+use crate::config::{Config, ConfigError, RawConfig};
+use baton_agent::worker::cli::{Backend, Cli, CliConfig, CliSettings, Secret};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// `[cli]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCli {
+    /// `[cli.claude-code]`.
+    #[serde(rename = "claude-code", default)]
+    pub claude_code: Option<RawCliSettings>,
+    /// `[cli.codex]`.
+    #[serde(default)]
+    pub codex: Option<RawCliSettings>,
+    /// `[cli.pi]`.
+    #[serde(default)]
+    pub pi: Option<RawCliSettings>,
+}
+
+impl RawCli {
+    fn entries_mut(&mut self) -> [(Cli, &mut Option<RawCliSettings>); 3] {
+        [
+            (Cli::ClaudeCode, &mut self.claude_code),
+            (Cli::Codex, &mut self.codex),
+            (Cli::Pi, &mut self.pi),
+        ]
+    }
+
+    /// The section of `cli`.
+    pub fn get(&self, cli: Cli) -> Option<&RawCliSettings> {
+        match cli {
+            Cli::ClaudeCode => self.claude_code.as_ref(),
+            Cli::Codex => self.codex.as_ref(),
+            Cli::Pi => self.pi.as_ref(),
+        }
+    }
+}
+
+/// `[cli.NAME]`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawCliSettings {
+    /// The program (absolute, or relative to the project).
+    pub program: Option<PathBuf>,
+    /// A model server the CLI is pointed at.
+    pub base_url: Option<String>,
+    /// pi only: the wire of `base_url`.
+    pub api: Option<String>,
+    /// The variable holding the key passed to the CLI.
+    pub api_key_env: Option<String>,
+    /// Retries of a failed model call.
+    pub max_retries: Option<u32>,
+    /// Seconds without an event before the run is stopped.
+    pub stall_timeout_secs: Option<u64>,
+}
+
+const PI_APIS: [&str; 3] = [
+    "anthropic-messages",
+    "openai-completions",
+    "openai-responses",
+];
+
+/// Checks the values: model strings of roles, pi's wire, ranges.
+pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigError> {
+    let fail = |section: &str, key: &str, message: String| ConfigError::Value {
+        path: path.to_path_buf(),
+        line: crate::limits::line_of(text, section, key),
+        key: format!("[{section}] {key}"),
+        message,
+    };
+    for (role, model) in &raw.agents.roles {
+        if let Some(Err(why)) = Backend::parse(model) {
+            return Err(fail("agents.roles", role, why));
+        }
+        if !model.contains('/') {
+            return Err(fail(
+                "agents.roles",
+                role,
+                format!(
+                    "`{model}` is not `provider/model` or a CLI backend (`claude-code/MODEL`, `codex/MODEL`, `pi/PROVIDER/MODEL`)"
+                ),
+            ));
+        }
+    }
+    if let Some(model) = &raw.agents.model
+        && let Some(Err(why)) = Backend::parse(model)
+    {
+        return Err(fail("agents", "model", why));
+    }
+    for cli in Cli::ALL {
+        let Some(s) = raw.cli.get(cli) else { continue };
+        let section = format!("cli.{cli}");
+        if let Some(api) = &s.api
+            && !PI_APIS.contains(&api.as_str())
+        {
+            return Err(fail(
+                &section,
+                "api",
+                format!("must be one of {}, not `{api}`", PI_APIS.join(", ")),
+            ));
+        }
+        if s.api.is_some() && cli != Cli::Pi {
+            return Err(fail(&section, "api", "applies to pi only".to_owned()));
+        }
+        if s.max_retries.is_some_and(|n| n > 100) {
+            return Err(fail(
+                &section,
+                "max_retries",
+                "must be between 0 and 100".to_owned(),
+            ));
+        }
+        if s.stall_timeout_secs
+            .is_some_and(|n| n == 0 || n > crate::limits::MAX_TIMEOUT_SECS)
+        {
+            return Err(fail(
+                &section,
+                "stall_timeout_secs",
+                format!("must be between 1 and {}", crate::limits::MAX_TIMEOUT_SECS),
+            ));
+        }
+        if let Some(url) = &s.base_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(fail(
+                &section,
+                "base_url",
+                format!("must be an http(s) URL, not `{url}`"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The untrusted-project rules of this module's doc; one line per setting not applied.
+pub fn narrow(raw: &mut RawConfig, ignored: &mut Vec<String>) {
+    let defaults = CliSettings::default();
+    for (cli, entry) in raw.cli.entries_mut() {
+        let Some(s) = entry.as_mut() else { continue };
+        let mut fields = Vec::new();
+        if s.program.take().is_some() {
+            fields.push("program");
+        }
+        if s.base_url.take().is_some() {
+            fields.push("base_url");
+        }
+        if s.api.take().is_some() {
+            fields.push("api");
+        }
+        if s.api_key_env.take().is_some() {
+            fields.push("api_key_env");
+        }
+        if s.max_retries.is_some_and(|n| n > defaults.max_retries) {
+            s.max_retries = None;
+            fields.push("max_retries (may only be lowered)");
+        }
+        if s.stall_timeout_secs
+            .is_some_and(|n| n > defaults.stall_timeout.as_secs())
+        {
+            s.stall_timeout_secs = None;
+            fields.push("stall_timeout_secs (may only be lowered)");
+        }
+        if !fields.is_empty() {
+            ignored.push(format!(
+                "[cli.{cli}] {}: only a trusted project may say which program runs or where it sends prompts and keys",
+                fields.join(", ")
+            ));
+        }
+    }
+    let roles: Vec<String> = raw
+        .agents
+        .roles
+        .iter()
+        .filter(|(_, m)| Backend::parse(m).is_some())
+        .map(|(r, _)| r.clone())
+        .collect();
+    for role in roles {
+        if let Some(model) = raw.agents.roles.remove(&role) {
+            ignored.push(format!(
+                "[agents.roles] {role} = \"{model}\": only a trusted project may run agents on a coding-agent CLI (it runs commands without baton's allowlist)"
+            ));
+        }
+    }
+    if raw
+        .agents
+        .model
+        .as_deref()
+        .is_some_and(|m| Backend::parse(m).is_some())
+        && let Some(model) = raw.agents.model.take()
+    {
+        ignored.push(format!(
+            "[agents] model = \"{model}\": only a trusted project may run agents on a coding-agent CLI"
+        ));
+    }
+}
+
+/// Resolves `[cli.*]` against `root` and the environment: the key is read from the variable
+/// named (the name is kept for `baton doctor`, the value only for the child).
+pub fn resolve(root: &Path, raw: &RawCli) -> BTreeMap<Cli, CliSettings> {
+    let mut out = BTreeMap::new();
+    for cli in Cli::ALL {
+        let s = raw.get(cli).cloned().unwrap_or_default();
+        let defaults = CliSettings::default();
+        let key_env = s.api_key_env.clone();
+        let api_key = key_env
+            .as_deref()
+            .and_then(|name| std::env::var(name).ok())
+            .filter(|v| !v.is_empty())
+            .map(Secret::new);
+        out.insert(
+            cli,
+            CliSettings {
+                program: s
+                    .program
+                    .map(|p| if p.is_absolute() { p } else { root.join(p) }),
+                base_url: s.base_url,
+                api: s.api,
+                api_key_env: key_env,
+                api_key,
+                max_retries: s.max_retries.unwrap_or(defaults.max_retries),
+                stall_timeout: s
+                    .stall_timeout_secs
+                    .map_or(defaults.stall_timeout, Duration::from_secs),
+                grace: defaults.grace,
+            },
+        );
+    }
+    out
+}
+
+/// The hook command Claude Code runs for baton's policy: this very binary, `guard --policy`,
+/// in the project.
+pub fn policy_hook(root: &Path) -> String {
+    let exe = std::env::current_exe()
+        .ok()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "baton".to_owned());
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    // The CLI's HOME is not the user's: the hook gets baton's configuration directory, where
+    // the project's trust is recorded.
+    let config = crate::env::config_dir()
+        .map(|d| {
+            format!(
+                "{}={} ",
+                crate::env::BATON_CONFIG_DIR,
+                quote(&d.display().to_string())
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "{config}{} -C {} guard --policy",
+        quote(&exe),
+        quote(&root.display().to_string())
+    )
+}
+
+/// The engine's CLI settings for a run of `cfg`.
+pub fn config(cfg: &Config) -> CliConfig {
+    CliConfig {
+        settings: cfg.cli.clone(),
+        policy_hook: Some(policy_hook(&cfg.root)),
+        state_dir: Some(cfg.state_dir.join("cli")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> RawConfig {
+        crate::config::parse(Path::new("baton.toml"), text).unwrap()
+    }
+
+    #[test]
+    fn an_untrusted_project_cannot_move_agents_onto_a_cli_or_point_one_anywhere() {
+        let mut raw = load(
+            "[agents]\nmodel = \"pi/anthropic/x\"\n[agents.roles]\nreviewer = \"codex/gpt-5.5\"\ndeveloper = \"anthropic/claude-sonnet-4-5\"\n\
+             [cli.claude-code]\nprogram = \"./evil.sh\"\nbase_url = \"http://evil.example\"\napi_key_env = \"AWS_SECRET_ACCESS_KEY\"\nmax_retries = 1\nstall_timeout_secs = 99999\n",
+        );
+        let mut ignored = Vec::new();
+        narrow(&mut raw, &mut ignored);
+        assert_eq!(raw.agents.model, None);
+        assert_eq!(raw.agents.roles.get("reviewer"), None);
+        // A native model for a role only changes how much work is done.
+        assert_eq!(raw.agents.roles["developer"], "anthropic/claude-sonnet-4-5");
+        let c = raw.cli.claude_code.as_ref().unwrap();
+        assert_eq!(
+            c,
+            &RawCliSettings {
+                max_retries: Some(1),
+                ..RawCliSettings::default()
+            }
+        );
+        assert_eq!(ignored.len(), 3, "{ignored:?}");
+        assert!(
+            ignored
+                .iter()
+                .any(|l| l.contains("program, base_url, api_key_env, stall_timeout_secs")),
+            "{ignored:?}"
+        );
+        let resolved = resolve(Path::new("/p"), &raw.cli);
+        assert_eq!(resolved[&Cli::ClaudeCode].program, None);
+        assert_eq!(resolved[&Cli::ClaudeCode].base_url, None);
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_their_line() {
+        let text = "[agents.roles]\ndeveloper = \"codex/-s danger\"\n";
+        let err = validate(Path::new("baton.toml"), text, &load(text)).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("baton.toml:2: `[agents.roles] developer`"),
+            "{err}"
+        );
+        let text = "[cli.pi]\napi = \"grpc\"\n";
+        let err = validate(Path::new("baton.toml"), text, &load(text)).unwrap_err();
+        assert!(err.to_string().contains("baton.toml:2"), "{err}");
+        let text = "[cli.claude-code]\napi = \"openai-completions\"\n";
+        assert!(validate(Path::new("baton.toml"), text, &load(text)).is_err());
+        let text = "[cli.gemini]\nprogram = \"x\"\n";
+        assert!(crate::config::parse(Path::new("baton.toml"), text).is_err());
+    }
+
+    #[test]
+    fn keys_come_from_the_named_variable_and_relative_programs_from_the_project() {
+        let raw = load("[cli.codex]\nprogram = \"bin/codex\"\napi_key_env = \"PATH\"\n");
+        let s = &resolve(Path::new("/p"), &raw.cli)[&Cli::Codex];
+        assert_eq!(s.program.as_deref(), Some(Path::new("/p/bin/codex")));
+        assert!(s.api_key.is_some());
+        assert_eq!(s.api_key_env.as_deref(), Some("PATH"));
+    }
+
+    #[test]
+    fn the_hook_command_quotes_its_paths() {
+        let cmd = policy_hook(Path::new("/it's here"));
+        assert!(cmd.ends_with(r"-C '/it'\''s here' guard --policy"), "{cmd}");
+    }
+}
+
+/// What `baton doctor` says about one coding-agent CLI.
+#[derive(Debug, serde::Serialize)]
+pub struct CliView {
+    /// The backend name (`claude-code`, `codex`, `pi`).
+    pub name: String,
+    /// The program baton would run.
+    pub program: Option<String>,
+    /// Found and runnable.
+    pub installed: bool,
+    /// What `--version` printed.
+    pub version: Option<String>,
+    /// The version baton is tested against.
+    pub tested_version: String,
+    /// The agents (or roles) that run on it.
+    pub used_by: Vec<String>,
+    /// The model server it is pointed at.
+    pub base_url: Option<String>,
+    /// `set (VAR)`, `not set (VAR is empty)` or `none configured` — never the value.
+    pub credentials: String,
+    /// The command line baton gives it (for a writing role; placeholders in angle brackets).
+    pub flags: String,
+}
+
+/// The CLIs `baton doctor` reports: those agents use and those `baton.toml` configures. `used`
+/// maps a CLI to the agents on it.
+pub async fn cli_views(
+    cfg: &Config,
+    used: &BTreeMap<Cli, Vec<String>>,
+) -> (Vec<CliView>, Vec<String>) {
+    let mut views = Vec::new();
+    let mut problems = Vec::new();
+    let clis = CliConfig {
+        settings: cfg.cli.clone(),
+        policy_hook: Some("<baton> -C <project> guard --policy".to_owned()),
+        state_dir: None,
+    };
+    for cli in Cli::ALL {
+        let settings = clis.settings(cli);
+        let used_by = used.get(&cli).cloned().unwrap_or_default();
+        let configured = settings != CliSettings::default();
+        // Only CLIs the project uses or configures: what happens to be installed on this
+        // machine is no part of the project's setup.
+        if used_by.is_empty() && !configured {
+            continue;
+        }
+        let program = clis.program(cli);
+        let version = match &program {
+            Some(p) => version_of(p).await,
+            None => None,
+        };
+        let installed = version.is_some();
+        if !installed && !used_by.is_empty() {
+            let (pkg, v) = cli.package();
+            problems.push(format!(
+                "{cli} is used by {} but {}; install it with `npm install -g {pkg}@{v}` or set `[cli.{cli}] program`",
+                used_by.join(", "),
+                match &program {
+                    Some(p) => format!("`{} --version` fails", p.display()),
+                    None => format!("`{}` is not on PATH", cli.program()),
+                }
+            ));
+        }
+        let credentials = match (&settings.api_key_env, &settings.api_key) {
+            (Some(var), Some(_)) => format!("set (from {var})"),
+            (Some(var), None) => format!("not set ({var} is empty or unset)"),
+            (None, _) if settings.base_url.is_some() => {
+                "none configured (a placeholder is sent to the server)".to_owned()
+            }
+            (None, _) => format!(
+                "none configured: baton passes no credential to the CLI (set `[cli.{cli}] api_key_env`, e.g. {})",
+                cli.default_key_env()
+            ),
+        };
+        let home = PathBuf::from("<home>");
+        let launch = baton_agent::worker::cli::Launch {
+            model: "<model>",
+            provider: Some("<provider>"),
+            settings: &settings,
+            system: "<agent prompt>",
+            task: "<task>",
+            read_only: false,
+            max_turns: cfg.max_turns,
+            root: &cfg.root,
+            home: &home,
+            policy_hook: clis.policy_hook.as_deref(),
+            allow_commands: &cfg.commands.allow,
+        };
+        let inv = baton_agent::worker::cli::invocation(cli, &launch);
+        let flags = inv
+            .args
+            .iter()
+            .map(|a| {
+                if a.is_empty() || a.contains(' ') {
+                    format!("{a:?}")
+                } else {
+                    a.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        views.push(CliView {
+            name: cli.name().to_owned(),
+            program: program.map(|p| p.display().to_string()),
+            installed,
+            version,
+            tested_version: cli.package().1.to_owned(),
+            used_by,
+            base_url: settings.base_url.clone(),
+            credentials,
+            flags,
+        });
+    }
+    (views, problems)
+}
+
+/// The first line `program --version` prints, within a few seconds.
+async fn version_of(program: &Path) -> Option<String> {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.arg("--version")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(20), cmd.output())
+        .await
+        .ok()?
+        .ok()?;
+    // pi prints its version on stderr, without a newline.
+    let text = match String::from_utf8_lossy(&out.stdout).trim() {
+        "" => String::from_utf8_lossy(&out.stderr).into_owned(),
+        t => t.to_owned(),
+    };
+    let line = text.lines().next()?.trim().to_owned();
+    (out.status.success() && !line.is_empty()).then_some(line)
+}
+
+/// Prints the CLI part of `baton doctor`.
+pub fn print_clis(views: &[CliView]) {
+    for v in views {
+        println!(
+            "cli       {} ({})",
+            v.name,
+            match (&v.program, &v.version) {
+                (Some(p), Some(ver)) => format!("{p}, {ver}; tested with {}", v.tested_version),
+                (Some(p), None) => format!("{p}, does not run"),
+                (None, _) => "not installed".to_owned(),
+            }
+        );
+        if !v.used_by.is_empty() {
+            println!("  used by   {}", v.used_by.join(", "));
+        }
+        if let Some(u) = &v.base_url {
+            println!("  server    {u}");
+        }
+        println!("  key       {}", v.credentials);
+        println!("  flags     {}", v.flags);
+    }
+}

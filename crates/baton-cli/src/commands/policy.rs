@@ -1,0 +1,298 @@
+//! `baton guard --policy`: baton's rules inside Claude Code, as the PreToolUse hook of a CLI
+//! worker.
+//!
+//! baton starts Claude Code with a `--settings` file whose hooks run this command. Before a
+//! `Write`, `Edit`, `MultiEdit` or `NotebookEdit` it resolves the path through the project's
+//! sandbox, so the same refusals hold as for baton's own file tools: paths outside the
+//! workspace, `.git/`, the deny globs, the protected paths (the sprint file, `baton.toml`,
+//! `.baton/`, BMad's config files) and a change of a story file's status. A refusal exits 2
+//! with the reason on stderr, which Claude Code reports to the model as the tool's error and
+//! shows in its stream. Allowed calls (and every `PostToolUse`) then go through the test-first
+//! guard exactly as `baton guard` does. Input that cannot be read blocks the call.
+//!
+//! Before a `Bash` call it applies the command allowlist (`[commands] allow`, plus a few shell
+//! builtins) to every simple command of the line, refuses command substitution (which would hide
+//! a program), and checks output redirections and the destinations of `cp`, `mv`, `tee`,
+//! `sed -i`… like file writes. This reads shell the way the test-first guard does: a heuristic,
+//! and an allowlisted interpreter (`python3 -c`) can still do anything.
+
+use super::guard::{HookAnswer, hook};
+use anyhow::Result;
+use baton_agent::sandbox::{Access, Sandbox};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn block(reason: &str) -> HookAnswer {
+    HookAnswer {
+        code: 2,
+        stdout: String::new(),
+        stderr: format!("baton policy: {reason}\n"),
+    }
+}
+
+fn str_field<'a>(v: &'a Value, k: &str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Answers one hook call given as JSON text.
+pub fn policy_hook(root: &Path, input: &str) -> HookAnswer {
+    let payload: Value = match serde_json::from_str(input) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => return block("the hook input is not a JSON object; the call is blocked"),
+    };
+    if str_field(&payload, "hook_event_name") == "PreToolUse" {
+        match check(root, &payload) {
+            Ok(None) => {}
+            Ok(Some(refusal)) => return block(&refusal),
+            Err(e) => {
+                return block(&format!(
+                    "{e:#}; the call is blocked until the policy can check it"
+                ));
+            }
+        }
+    }
+    hook(root, input)
+}
+
+/// The text a write leaves in `abs` (`None`: not known, e.g. a notebook edit).
+fn after_text(tool: &str, input: &Value, before: Option<&str>) -> Option<String> {
+    let edit = |text: &str, e: &Value| {
+        let old = str_field(e, "old_string");
+        let new = str_field(e, "new_string");
+        if e.get("replace_all") == Some(&Value::Bool(true)) {
+            text.replace(old, new)
+        } else {
+            text.replacen(old, new, 1)
+        }
+    };
+    match tool {
+        "Write" => Some(str_field(input, "content").to_owned()),
+        "Edit" => Some(edit(before.unwrap_or_default(), input)),
+        "MultiEdit" => Some(
+            input
+                .get("edits")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .fold(before.unwrap_or_default().to_owned(), |t, e| edit(&t, e)),
+        ),
+        _ => None,
+    }
+}
+
+/// Shell builtins a command line may use besides the allowlisted programs.
+const BUILTINS: [&str; 9] = [
+    "cd", "pwd", "true", "false", "test", "[", "echo", "printf", "exit",
+];
+
+/// `Some(reason)` when a `Bash` command runs a program off the allowlist, hides one in a command
+/// substitution, or redirects output onto a path the file tools would refuse.
+fn check_bash(
+    command: &str,
+    allow: &[String],
+    sandbox: &Sandbox,
+    root: &Path,
+    cwd: &Path,
+) -> Option<String> {
+    if command.contains("$(") || command.contains('`') {
+        return Some("command substitution (`$(…)`, backticks) is not allowed: run each program as its own command".into());
+    }
+    let cmd = baton_agent::tdd::shell::Cmd::Shell(command.to_owned());
+    for simple in cmd.simple_commands() {
+        let Some(program) = simple.program_words().first() else {
+            continue;
+        };
+        let name = program.rsplit('/').next().unwrap_or(program);
+        if !BUILTINS.contains(&name) && !allow.iter().any(|a| a == name) {
+            return Some(format!(
+                "`{name}` is not on the command allowlist ({}); ask a human to add it to `[commands] allow`",
+                allow.join(", ")
+            ));
+        }
+        for target in simple.write_targets() {
+            if let Some(why) = check_path(&target, sandbox, root, cwd) {
+                return Some(why);
+            }
+        }
+    }
+    None
+}
+
+/// `Some(reason)` when writing `path` (as given, relative to `cwd`) must be refused.
+fn check_path(path: &str, sandbox: &Sandbox, root: &Path, cwd: &Path) -> Option<String> {
+    let abs = cwd.join(path);
+    let lexical_root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let Ok(rel) = abs
+        .strip_prefix(sandbox.root())
+        .or_else(|_| abs.strip_prefix(&lexical_root))
+    else {
+        return Some(format!(
+            "`{path}` is outside the workspace `{}`",
+            sandbox.root().display()
+        ));
+    };
+    sandbox
+        .resolve(&rel.to_string_lossy(), Access::Write)
+        .err()
+        .map(|refusal| refusal.to_string())
+}
+
+/// `Some(reason)` when the call must be refused.
+fn check(root: &Path, payload: &Value) -> Result<Option<String>> {
+    let tool = str_field(payload, "tool_name");
+    if tool == "Bash" {
+        let cfg = crate::config::Config::load_as(root, crate::trust::is_trusted(root))?;
+        let sandbox = Sandbox::with_protected(root, &cfg.sandbox_deny, &cfg.protected())?;
+        let cwd = match str_field(payload, "cwd") {
+            "" => root.to_path_buf(),
+            c => PathBuf::from(c),
+        };
+        let command = payload
+            .pointer("/tool_input/command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return Ok(check_bash(
+            command,
+            &cfg.commands.allow,
+            &sandbox,
+            root,
+            &cwd,
+        ));
+    }
+    if !matches!(tool, "Write" | "Edit" | "MultiEdit" | "NotebookEdit") {
+        return Ok(None);
+    }
+    let input = payload.get("tool_input").cloned().unwrap_or(Value::Null);
+    let path = match str_field(&input, "file_path") {
+        "" => str_field(&input, "notebook_path"),
+        p => p,
+    };
+    if path.is_empty() {
+        return Ok(Some(format!("`{tool}` names no file")));
+    }
+    let cfg = crate::config::Config::load_as(root, crate::trust::is_trusted(root))?;
+    let sandbox = Sandbox::with_protected(root, &cfg.sandbox_deny, &cfg.protected())?;
+    let cwd = match str_field(payload, "cwd") {
+        "" => root.to_path_buf(),
+        c => PathBuf::from(c),
+    };
+    if let Some(why) = check_path(path, &sandbox, root, &cwd) {
+        return Ok(Some(why));
+    }
+    let abs = cwd.join(path);
+    let lexical_root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let rel = abs
+        .strip_prefix(sandbox.root())
+        .or_else(|_| abs.strip_prefix(&lexical_root))
+        .map(|r| r.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let resolved = match sandbox.resolve(&rel, Access::Write) {
+        Ok(p) => p,
+        Err(refusal) => return Ok(Some(refusal.to_string())),
+    };
+    let before = std::fs::read_to_string(&resolved).ok();
+    if let Some(after) = after_text(tool, &input, before.as_deref())
+        && let Err(refusal) = sandbox.check_content(&resolved, before.as_deref(), &after)
+    {
+        return Ok(Some(refusal.to_string()));
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn project() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("_bmad-output/implementation-artifacts")).unwrap();
+        dir
+    }
+
+    fn pre(root: &Path, tool: &str, input: Value) -> HookAnswer {
+        let payload = json!({
+            "hook_event_name": "PreToolUse",
+            "session_id": "s1",
+            "cwd": root.display().to_string(),
+            "tool_name": tool,
+            "tool_input": input,
+        });
+        policy_hook(root, &payload.to_string())
+    }
+
+    #[test]
+    fn protected_and_outside_paths_are_refused_and_the_rest_allowed() {
+        let dir = project();
+        let root = dir.path();
+        let sprint = root.join("_bmad-output/implementation-artifacts/sprint-status.yaml");
+        for (path, why) in [
+            (sprint.display().to_string(), "sprint file"),
+            ("baton.toml".to_owned(), "baton.toml"),
+            (".baton/baton.db".to_owned(), ".baton"),
+            (".git/config".to_owned(), ".git"),
+            ("/etc/passwd".to_owned(), "outside the workspace"),
+            ("../elsewhere.txt".to_owned(), ""),
+        ] {
+            let a = pre(root, "Write", json!({"file_path": path, "content": "x"}));
+            assert_eq!(a.code, 2, "{path} was allowed");
+            assert!(a.stderr.starts_with("baton policy:"), "{}", a.stderr);
+            assert!(a.stderr.contains(why), "{path}: {}", a.stderr);
+        }
+        let a = pre(
+            root,
+            "Write",
+            json!({"file_path": root.join("src/lib.rs").display().to_string(), "content": "x"}),
+        );
+        assert_eq!(a.code, 0, "{}", a.stderr);
+        let a = pre(root, "Bash", json!({"command": "ls"}));
+        assert_eq!(a.code, 0, "{}", a.stderr);
+    }
+
+    #[test]
+    fn bash_runs_allowlisted_programs_and_writes_where_the_file_tools_may() {
+        let dir = project();
+        let root = dir.path();
+        for (command, allowed) in [
+            ("cargo test && git status", true),
+            ("cd src; ls -la | cat > listing.txt", true),
+            ("curl https://example.com", false),
+            ("ls $(rm -rf .)", false),
+            ("echo x > baton.toml", false),
+            ("cat a > /etc/elsewhere", false),
+            ("echo x > .git/hooks/pre-commit", false),
+            ("FOO=1 /usr/bin/python3 -c 1", true),
+            ("sudo rm -rf /", false),
+        ] {
+            let a = pre(root, "Bash", json!({ "command": command }));
+            assert_eq!(a.code == 0, allowed, "{command}: {}", a.stderr);
+        }
+    }
+
+    #[test]
+    fn an_edit_of_a_story_status_is_refused() {
+        let dir = project();
+        let story = dir
+            .path()
+            .join("_bmad-output/implementation-artifacts/1-1-login.md");
+        std::fs::write(&story, "# Story 1.1\n\nStatus: ready-for-dev\n\nText.\n").unwrap();
+        let a = pre(
+            dir.path(),
+            "Edit",
+            json!({"file_path": story.display().to_string(), "old_string": "ready-for-dev", "new_string": "done"}),
+        );
+        assert_eq!(a.code, 2, "{}", a.stderr);
+        let a = pre(
+            dir.path(),
+            "Edit",
+            json!({"file_path": story.display().to_string(), "old_string": "Text.", "new_string": "More text."}),
+        );
+        assert_eq!(a.code, 0, "{}", a.stderr);
+    }
+
+    #[test]
+    fn garbage_input_blocks() {
+        let dir = project();
+        assert_eq!(policy_hook(dir.path(), "not json").code, 2);
+    }
+}
