@@ -13,6 +13,7 @@ pub mod epic;
 pub mod escalation;
 pub mod key;
 pub mod next;
+pub mod plan;
 pub mod sprint;
 pub mod stall;
 pub mod stamp;
