@@ -10,6 +10,7 @@ mod hand_edits;
 mod hardening;
 mod init;
 mod log;
+mod plan_pipeline;
 mod planning;
 mod regression;
 mod set;
