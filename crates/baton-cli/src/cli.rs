@@ -385,6 +385,9 @@ pub struct DemoArgs {
     /// Where to create the example project (must not exist or be empty; default: a new temp dir).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<std::path::PathBuf>,
+    /// Show the planning pipeline instead: from an idea to the example's plan and sprint file.
+    #[arg(long, conflicts_with = "json")]
+    pub plan: bool,
     /// Stream events as JSON lines and end with the report as JSON.
     #[arg(long)]
     pub json: bool,

@@ -3,6 +3,7 @@
 mod agents;
 mod check;
 mod demo;
+mod demo_plan;
 mod doctor;
 mod guard;
 mod init;

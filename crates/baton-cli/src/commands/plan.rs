@@ -58,29 +58,38 @@ fn idea_of(args: &PlanArgs) -> Result<Option<String>> {
 /// A one-line summary of an artifact, computed from the file (no model).
 fn summary(root: &Path, done: &StepDone) -> String {
     let text = std::fs::read_to_string(&done.path).unwrap_or_default();
-    let sections = text.lines().filter(|l| l.starts_with("## ")).count();
+    let n = |k: usize, one: &str, many: &str| super::team::plural(k as u64, one, many);
+    let sections = n(
+        text.lines().filter(|l| l.starts_with("## ")).count(),
+        "section",
+        "sections",
+    );
     let name = shown(root, &done.path);
     match done.step {
         PlanStep::Prd | PlanStep::QuickSpec => {
             let prd = parse_prd(&name, &text);
-            let n = |k| prd.requirements.iter().filter(|r| r.id.kind == k).count();
+            let count = |k| prd.requirements.iter().filter(|r| r.id.kind == k).count();
             format!(
-                "{sections} sections, {} functional and {} non-functional requirements",
-                n(ReqKind::Fr),
-                n(ReqKind::Nfr)
+                "{sections}, {} functional and {} non-functional",
+                n(count(ReqKind::Fr), "requirement", "requirements"),
+                count(ReqKind::Nfr)
             )
         }
         PlanStep::Architecture => format!(
-            "{sections} sections, {} decisions",
-            parse_architecture(&name, &text).decisions.len()
+            "{sections}, {}",
+            n(
+                parse_architecture(&name, &text).decisions.len(),
+                "decision",
+                "decisions"
+            )
         ),
         PlanStep::Epics => {
             let e = parse_epics(&name, &text);
             format!(
-                "{} epics, {} stories; cross-reference check: {} finding(s)",
-                e.epics.len(),
-                e.stories().count(),
-                done.findings.len()
+                "{}, {}; cross-reference check: {}",
+                n(e.epics.len(), "epic", "epics"),
+                n(e.stories().count(), "story", "stories"),
+                n(done.findings.len(), "finding", "findings")
             )
         }
         PlanStep::Readiness => match done.verdict {
@@ -106,7 +115,7 @@ fn summary(root: &Path, done: &StepDone) -> String {
             ),
             None => String::new(),
         },
-        PlanStep::Brief => format!("{sections} sections"),
+        PlanStep::Brief => sections,
     }
 }
 

@@ -346,3 +346,81 @@ fn plan_without_an_idea_routes_from_the_files() {
         run.describe()
     );
 }
+
+#[test]
+fn a_high_severity_finding_caps_the_readiness_verdict_at_concerns() {
+    let p = project("^Write the architecture document", 0);
+    // The scrum master forgets FR2: an orphan requirement, high severity.
+    let epics = EPICS.replace("line counts (FR2)", "line counts");
+    let text = script("^Write the architecture document", 0).replacen(
+        "turns:\n",
+        &format!(
+            "turns:\n{}",
+            turn("scrum-master", "^Write the epics", &epics, 0)
+        ),
+        1,
+    );
+    p.write(".baton/scripts/plan.yaml", &text);
+    let run = p.ok(&["plan", IDEA, "--yolo"]);
+    assert!(
+        run.stdout
+            .contains("verdict CONCERNS (CONDITIONAL GO), capped from PASS"),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        run.stdout.contains(
+            "high    _bmad-output/planning-artifacts/prd.md:15  FR2 is covered by no story"
+        ),
+        "{}",
+        run.describe()
+    );
+    let report = artifact(&p, &readiness_reports(&p)[0]);
+    assert!(report.contains("verdict: CONCERNS\n"), "{report}");
+    assert!(report.contains("| FR2 | **none (orphan)** |"), "{report}");
+    // Tier 2: CONCERNS does not block sprint planning.
+    p.ok(&["status", "--validate"]);
+    p.run(&["check"]).expect_code(1);
+}
+
+#[test]
+fn the_planning_demo_produces_the_plan_the_sprint_demo_builds() {
+    let tmp = Project::empty();
+    let dir = tmp.root().join("tally");
+    let dir_s = dir.to_str().unwrap_or_else(|| panic!("UTF-8 temp path"));
+    let mut cmd = tmp.command(&["demo", "--plan", "--dir", dir_s]);
+    cmd.env("BATON_CONFIG_DIR", tmp.root().join("no-user-config"));
+    let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "✓ brief",
+        "✓ readiness",
+        "verdict PASS (GO)",
+        "✓ sprint-planning",
+        "The plan is consistent: no findings.",
+        "sprint --yolo",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?}\n{stdout}");
+    }
+    // The generated queue is the one the recorded sprint session expects.
+    let bundled = include_str!(
+        "../../../../examples/tally/_bmad-output/implementation-artifacts/sprint-status.yaml"
+    );
+    let generated = fs::read_to_string(dir.join(SPRINT_REL)).unwrap_or_else(|e| panic!("{e}"));
+    let queue = |t: &str| t.split("development_status:\n").nth(1).map(str::to_owned);
+    assert_eq!(queue(&generated), queue(bundled), "{generated}");
+    // Everything is committed.
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&dir)
+        .args(["status", "--porcelain"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(String::from_utf8_lossy(&status.stdout), "");
+}
