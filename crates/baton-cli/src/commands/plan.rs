@@ -173,7 +173,7 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
         })?),
         None => None,
     };
-    let mut state = match (&idea, saved) {
+    let state = match (&idea, saved) {
         (Some(idea), _) => {
             let suggestion = suggest_tier(idea, project_shape(root));
             let tier = args.tier.unwrap_or(suggestion.tier);
@@ -225,8 +225,16 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
         }
         println!("YOLO: taking the recommended path.");
     }
-    if state.tier > 4 {
-        state.tier = 2;
+    if idea.is_some()
+        && view
+            .steps
+            .iter()
+            .any(|(_, _, st)| *st == DocState::Complete)
+    {
+        println!(
+            "note: the planning folder already holds complete artifacts; they are kept \
+             (`baton plan --from STEP` redoes from a step)."
+        );
     }
     engine::save_state(&cfg.state_dir, &state)?;
     let opts = PlanOptions {

@@ -424,3 +424,39 @@ fn the_planning_demo_produces_the_plan_the_sprint_demo_builds() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(String::from_utf8_lossy(&status.stdout), "");
 }
+
+#[test]
+fn the_idea_can_come_from_a_file_and_an_empty_one_is_refused() {
+    let p = project("^Write the architecture document", 0);
+    p.write("idea.md", "Fix the typo in the help text.\n");
+    let idea = p.root().join("idea.md");
+    let idea = idea.to_str().unwrap_or_else(|| panic!("UTF-8 temp path"));
+    let run = p.ok(&["plan", "--idea-file", idea]);
+    assert!(
+        run.stdout.contains("Suggested tier 0"),
+        "{}",
+        run.describe()
+    );
+    assert!(run.stdout.contains("✓ quick-spec"), "{}", run.describe());
+    assert!(
+        run.stdout.contains("Stopped before the epics step"),
+        "{}",
+        run.describe()
+    );
+    p.write("empty.md", "  \n");
+    let empty = p.root().join("empty.md");
+    let run = p
+        .run(&["plan", "--idea-file", empty.to_str().unwrap_or_default()])
+        .expect_code(1);
+    assert!(
+        run.stderr.contains("the idea is empty"),
+        "{}",
+        run.describe()
+    );
+    let run = p.run(&["plan", "--from", "nowhere"]).expect_code(1);
+    assert!(
+        run.stderr.contains("unknown step `nowhere`"),
+        "{}",
+        run.describe()
+    );
+}
