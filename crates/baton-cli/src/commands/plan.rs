@@ -237,7 +237,7 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
         );
     }
     engine::save_state(&cfg.state_dir, &state)?;
-    let opts = PlanOptions {
+    let mut opts = PlanOptions {
         paths,
         checkpoints: cfg.state_dir.join("checkpoints"),
         project: project_name(root),
@@ -250,6 +250,7 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
         ),
         yolo: args.yolo,
         force_sprint: from == Some(PlanStep::SprintPlanning),
+        journal: None,
     };
     if let Some(step) = from {
         for (artifact, checkpoint) in engine::redo_from(&opts, state.tier, step)? {
@@ -277,6 +278,7 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
             reason: None,
         })?;
     }
+    opts.journal = Some((journal.clone(), run_id.clone()));
     let ledger = Arc::new(Mutex::new(Err(
         "the planning agents do not change the sprint".to_owned(),
     )));

@@ -4,10 +4,11 @@
 use crate::commands::Code;
 use crate::plan_args::SprintPlanArgs;
 use anyhow::{Context, Result, bail};
+use baton_store::journal::SqliteJournal;
 use baton_store::ledger::Now;
 use baton_store::lock::FileLock;
 use baton_store::planning::{self, shown};
-use baton_store::sprint_file::plan::{PlanReport, plan_sprint, planned};
+use baton_store::sprint_file::plan::{PlanJournal, PlanReport, plan_sprint, planned};
 use std::path::Path;
 
 /// Plans the sprint from the epics in the planning folder; the report of what changed.
@@ -46,7 +47,19 @@ pub fn plan(root: &Path, cfg: &crate::config::Config) -> Result<PlanReport> {
     let header = super::init::skeleton(&project, &story_location, &now.stamp.to_string());
     let _lock = FileLock::acquire(&cfg.lock_path())
         .with_context(|| format!("cannot lock `{}`", shown(root, &cfg.sprint_status)))?;
-    Ok(plan_sprint(&cfg.sprint_status, &header, &plan, now.stamp)?)
+    let mut journal = SqliteJournal::open(&cfg.journal_path())?;
+    let mut pj = PlanJournal {
+        journal: &mut journal,
+        at: jiff::Timestamp::now().to_string(),
+        run_id: None,
+    };
+    Ok(plan_sprint(
+        &cfg.sprint_status,
+        &header,
+        &plan,
+        now.stamp,
+        Some(&mut pj),
+    )?)
 }
 
 /// Prints what a planning run did.

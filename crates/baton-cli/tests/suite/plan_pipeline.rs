@@ -157,6 +157,8 @@ fn a_tier_2_run_goes_from_an_idea_to_a_valid_sprint_file() {
         "{sprint}"
     );
     p.ok(&["status", "--validate"]);
+    // Sprint planning journaled each new key once.
+    assert_eq!(p.log(&[]).len(), 4);
     // Nothing left to do: a second run changes no byte.
     let before = super::common::snapshot(&p.root().join("_bmad-output"));
     let again = p.ok(&["plan", "--continue", "--yolo"]);

@@ -191,6 +191,19 @@ fn sprint_plan_keeps_progress_and_comments_and_appends_new_stories() {
         }
     }
     assert!(after.ends_with(expected_body), "{after}");
+    // Each added key is journaled once, as a change by the orchestrator.
+    let log = p.log(&[]);
+    let added: Vec<&str> = log.iter().filter_map(|e| e["key"].as_str()).collect();
+    assert_eq!(
+        added,
+        [
+            "epic-2",
+            "2-1-summary-line",
+            "2-2-summary-as-json",
+            "epic-2-retrospective"
+        ],
+        "{log:?}"
+    );
     // Sprint planning again: in sync, nothing added.
     let again = p.ok(&["sprint-plan"]);
     assert!(again.stdout.contains("in sync"), "{}", again.describe());

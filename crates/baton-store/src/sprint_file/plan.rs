@@ -8,9 +8,12 @@
 //! raised to `ready-for-dev` at most), no line, comment or unknown key is dropped, new stories are
 //! inserted in epic order after their epic's last story, new epics are appended at the end of
 //! `development_status`, and keys the plan no longer names are kept and reported as orphans.
-//! `last_updated` is stamped; everything else keeps its bytes.
+//! `last_updated` is stamped; everything else keeps its bytes. When a journal is given, every
+//! added key and every raise is journaled as one group (intent before the write, applied after),
+//! like any other change of the sprint file.
 
 use super::{EditError, EditOptions, LoadError, PersistError, SprintDoc};
+use crate::journal::{Journal, JournalError, NewEvent};
 use baton_core::key::{EpicId, KeyKind, classify};
 use baton_core::stamp::Stamp;
 use baton_core::status::{Status, StatusValue};
@@ -76,6 +79,68 @@ pub enum PlanError {
     /// The write failed or was refused.
     #[error(transparent)]
     Persist(#[from] PersistError),
+    /// The journal failed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+/// Who sprint planning journals its changes as, and when.
+pub struct PlanJournal<'a> {
+    /// The journal.
+    pub journal: &'a mut dyn Journal,
+    /// RFC 3339 timestamp of the events.
+    pub at: String,
+    /// The run, if any.
+    pub run_id: Option<String>,
+}
+
+/// The actor sprint planning's events carry.
+pub const ACTOR: &str = "orchestrator";
+
+fn events(report: &PlanReport, at: &str, run_id: Option<&str>) -> Vec<NewEvent> {
+    let ev = |key: &str, from: Option<&str>, to: &str| NewEvent {
+        at: at.to_owned(),
+        actor: ACTOR.to_owned(),
+        key: key.to_owned(),
+        from: from.map(str::to_owned),
+        to: to.to_owned(),
+        reason: "sprint planning".to_owned(),
+        forced: false,
+        run_id: run_id.map(str::to_owned),
+    };
+    report
+        .added
+        .iter()
+        .map(|(k, s)| ev(k, None, s))
+        .chain(report.raised.iter().map(|(k, f, t)| ev(k, Some(f), t)))
+        .collect()
+}
+
+/// Runs `write` between journaling the report's events as pending and as applied (abandoned
+/// when the write fails).
+fn journaled<T>(
+    journal: Option<&mut PlanJournal<'_>>,
+    report: &PlanReport,
+    write: impl FnOnce() -> Result<T, PlanError>,
+) -> Result<T, PlanError> {
+    let Some(j) = journal else {
+        return write();
+    };
+    let evs = events(report, &j.at, j.run_id.as_deref());
+    if evs.is_empty() {
+        return write();
+    }
+    let ids = j.journal.record_pending(&evs)?;
+    match write() {
+        Ok(v) => {
+            j.journal.mark_applied(&ids)?;
+            Ok(v)
+        }
+        Err(e) => {
+            j.journal.mark_abandoned(&ids)?;
+            Err(e)
+        }
+    }
 }
 
 fn entry_lines(epic: &PlannedEpic, indent: &str) -> String {
@@ -155,11 +220,11 @@ pub fn plan_sprint(
     header: &str,
     plan: &[PlannedEpic],
     now: Stamp,
+    mut journal: Option<&mut PlanJournal<'_>>,
 ) -> Result<PlanReport, PlanError> {
     if !path.exists() {
         let text = render_new(header, plan);
-        SprintDoc::create(path, &text)?;
-        return Ok(PlanReport {
+        let report = PlanReport {
             created: true,
             added: plan
                 .iter()
@@ -167,7 +232,12 @@ pub fn plan_sprint(
                 .map(|(k, s)| (k.clone(), s.as_str().to_owned()))
                 .collect(),
             ..PlanReport::default()
-        });
+        };
+        journaled(journal.as_deref_mut(), &report, || {
+            SprintDoc::create(path, &text)?;
+            Ok(())
+        })?;
+        return Ok(report);
     }
     let mut doc = SprintDoc::load(path)?;
     let mut report = PlanReport::default();
@@ -302,7 +372,7 @@ pub fn plan_sprint(
     doc.scan = back.scan;
     doc.sprint = back.sprint;
     doc.verify = true;
-    doc.persist()?;
+    journaled(journal, &report, || Ok(doc.persist()?))?;
     Ok(report)
 }
 
@@ -340,7 +410,7 @@ mod tests {
     fn a_new_file_lists_the_plan_in_order() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().join("sprint-status.yaml");
-        let r = plan_sprint(&path, HEADER, &plan(), now()).unwrap_or_else(|e| panic!("{e}"));
+        let r = plan_sprint(&path, HEADER, &plan(), now(), None).unwrap_or_else(|e| panic!("{e}"));
         assert!(r.created);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
         assert!(text.ends_with(
@@ -356,7 +426,7 @@ mod tests {
             "{HEADER}  epic-1: in-progress  # started\n  1-1-a: done\n  # the hard one\n  1-2-b: in-progress  # baton: needs-intervention (max review rounds)\n  epic-1-retrospective: optional\n\n  0-9-old: review # kept\n  x-container: {{status: done}}\n"
         );
         std::fs::write(&path, &before).unwrap_or_else(|e| panic!("{e}"));
-        let r = plan_sprint(&path, HEADER, &plan(), now()).unwrap_or_else(|e| panic!("{e}"));
+        let r = plan_sprint(&path, HEADER, &plan(), now(), None).unwrap_or_else(|e| panic!("{e}"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             text,
@@ -375,7 +445,8 @@ mod tests {
         assert_eq!(r.orphans, [("0-9-old".to_owned(), "review".to_owned())]);
         assert!(r.raised.is_empty());
         // Running it again changes nothing but the stamp.
-        let again = plan_sprint(&path, HEADER, &plan(), now()).unwrap_or_else(|e| panic!("{e}"));
+        let again =
+            plan_sprint(&path, HEADER, &plan(), now(), None).unwrap_or_else(|e| panic!("{e}"));
         assert!(again.added.is_empty());
         assert_eq!(
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}")),
@@ -392,7 +463,7 @@ mod tests {
             format!("{HEADER}  epic-1: backlog\n  1-1-a: review\n  1-2-b: backlog\n  1-3-c: backlog  # soon\n  epic-1-retrospective: done\n"),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let r = plan_sprint(&path, HEADER, &plan(), now()).unwrap_or_else(|e| panic!("{e}"));
+        let r = plan_sprint(&path, HEADER, &plan(), now(), None).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             r.raised,
             [(
@@ -405,5 +476,52 @@ mod tests {
         assert!(text.contains("  1-1-a: review\n"));
         assert!(text.contains("  1-3-c: ready-for-dev  # soon\n"));
         assert!(text.contains("  epic-1-retrospective: done\n"));
+    }
+
+    #[test]
+    fn every_added_key_and_raise_is_journaled_as_applied() {
+        use crate::journal::{EventFilter, SqliteJournal};
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("sprint-status.yaml");
+        let mut journal =
+            SqliteJournal::open(&dir.path().join("baton.db")).unwrap_or_else(|e| panic!("{e}"));
+        let mut pj = PlanJournal {
+            journal: &mut journal,
+            at: "2026-11-23T10:00:00Z".to_owned(),
+            run_id: None,
+        };
+        let r = plan_sprint(&path, HEADER, &plan(), now(), Some(&mut pj))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.added.len(), 8);
+        std::fs::write(
+            &path,
+            std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .replace("1-3-c: ready-for-dev", "1-3-c: backlog"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut pj = PlanJournal {
+            journal: &mut journal,
+            at: "2026-11-23T10:01:00Z".to_owned(),
+            run_id: None,
+        };
+        plan_sprint(&path, HEADER, &plan(), now(), Some(&mut pj)).unwrap_or_else(|e| panic!("{e}"));
+        let all = journal
+            .events(&EventFilter {
+                all_states: true,
+                ..EventFilter::default()
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(all.len(), 9);
+        assert!(
+            all.iter()
+                .all(|e| e.state == crate::journal::EventState::Applied)
+        );
+        let last = &all[8];
+        assert_eq!(
+            (last.key.as_str(), last.from.as_deref(), last.to.as_str()),
+            ("1-3-c", Some("backlog"), "ready-for-dev")
+        );
+        assert!(all[..8].iter().all(|e| e.from.is_none()));
     }
 }

@@ -22,12 +22,14 @@ use baton_core::plan::docs::ReqKind;
 use baton_core::plan::pipeline::{DocState, PlanDecision, PlanStep, Readiness, decide, path};
 use baton_core::stamp::Stamp;
 use baton_store::frontmatter::{Checkpoints, Document, FrontmatterError};
+use baton_store::journal::SqliteJournal;
 use baton_store::planning::{self, LoadedPlan, ReadError, shown};
-use baton_store::sprint_file::plan::{PlanReport, plan_sprint, planned};
+use baton_store::sprint_file::plan::{PlanJournal, PlanReport, plan_sprint, planned};
 pub use facts::Paths;
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 const STEP_PROMPT: &str = include_str!("../../prompts/plan_step.md");
 const INPUT_PROMPT: &str = include_str!("../../prompts/plan_input.md");
@@ -140,6 +142,8 @@ pub struct PlanOptions {
     pub yolo: bool,
     /// Run sprint planning even when the sprint file already names every story.
     pub force_sprint: bool,
+    /// The journal sprint planning records its changes in, and the run they belong to.
+    pub journal: Option<(Arc<Mutex<SqliteJournal>>, String)>,
 }
 
 /// One step that ran.
@@ -389,7 +393,32 @@ fn sprint_step(opts: &PlanOptions) -> Result<Result<StepDone, String>, PlanError
         .collect();
     let stories = paths.stories.clone();
     let plan = planned(&list, |k| stories.join(format!("{k}.md")).is_file());
-    let report = plan_sprint(&paths.sprint_status, &opts.sprint_header, &plan, opts.stamp)?;
+    let report = match &opts.journal {
+        Some((journal, run_id)) => {
+            let mut guard = journal
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut pj = PlanJournal {
+                journal: &mut *guard,
+                at: jiff::Timestamp::now().to_string(),
+                run_id: Some(run_id.clone()),
+            };
+            plan_sprint(
+                &paths.sprint_status,
+                &opts.sprint_header,
+                &plan,
+                opts.stamp,
+                Some(&mut pj),
+            )?
+        }
+        None => plan_sprint(
+            &paths.sprint_status,
+            &opts.sprint_header,
+            &plan,
+            opts.stamp,
+            None,
+        )?,
+    };
     Ok(Ok(StepDone {
         step: PlanStep::SprintPlanning,
         path: paths.sprint_status.clone(),
