@@ -61,6 +61,37 @@ fn read(path: &Path) -> Result<String, ReadError> {
     })
 }
 
+/// Whether `path` is a sharded epics index (`…/epics/index.md`).
+fn is_sharded(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == "index.md")
+}
+
+/// The shards beside a sharded index: every other `.md` file of its folder, in natural order
+/// (`epic-2.md` before `epic-10.md`).
+fn shard_files(index: &Path) -> Vec<PathBuf> {
+    let Some(dir) = index.parent() else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p != index)
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    let key = |p: &PathBuf| {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let digits: String = name.chars().filter(char::is_ascii_digit).collect();
+        (digits.parse::<u64>().unwrap_or(u64::MAX), name)
+    };
+    files.sort_by_key(key);
+    files
+}
+
 /// Finds and parses the planning documents in `dir`; paths in findings are shown relative to
 /// `root`.
 pub fn load(dir: &Path, root: &Path) -> Result<LoadedPlan, ReadError> {
@@ -74,6 +105,16 @@ pub fn load(dir: &Path, root: &Path) -> Result<LoadedPlan, ReadError> {
         None => None,
     };
     let epics = match &found.epics {
+        Some(p) if is_sharded(p) => {
+            let mut shards = Vec::new();
+            for s in shard_files(p) {
+                shards.push((shown(root, &s), read(&s)?));
+            }
+            Some(docs::parse_epics_sharded(
+                (&shown(root, p), &read(p)?),
+                &shards,
+            ))
+        }
         Some(p) => Some(docs::parse_epics(&shown(root, p), &read(p)?)),
         None => None,
     };

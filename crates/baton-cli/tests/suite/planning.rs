@@ -220,3 +220,33 @@ fn sprint_plan_keeps_progress_and_comments_and_appends_new_stories() {
             .contains("  2-1-summary-line: ready-for-dev\n")
     );
 }
+
+#[test]
+fn a_sharded_epics_document_is_checked_and_planned_shard_by_shard() {
+    let p = Project::empty();
+    p.write(&format!("{PLANNING}/prd.md"), PRD);
+    p.write(
+        &format!("{PLANNING}/epics/index.md"),
+        "# Epics\n\n## Epic List\n\n### Epic 1: Counting\n### Epic 2: Reporting\n",
+    );
+    p.write(
+        &format!("{PLANNING}/epics/epic-1.md"),
+        "## Epic 1: Counting\n\n### Story 1.1: Count words\n\nFR1 FR2\n\n**Given** a text\n**Then** counts\n",
+    );
+    p.write(
+        &format!("{PLANNING}/epics/epic-2.md"),
+        "## Epic 2: Reporting\n\n### Story 2.1: Summary line\n\nFR3\n",
+    );
+    let run = p.run(&["check"]).expect_code(0);
+    assert!(
+        run.stdout.contains(
+            "medium  _bmad-output/planning-artifacts/epics/epic-2.md:3  story 2.1 (Summary line) of epic 2 has no acceptance criteria"
+        ),
+        "{}",
+        run.describe()
+    );
+    p.ok(&["sprint-plan"]);
+    assert!(p.read_sprint().ends_with(
+        "  epic-1: backlog\n  1-1-count-words: backlog\n  epic-1-retrospective: optional\n\n  epic-2: backlog\n  2-1-summary-line: backlog\n  epic-2-retrospective: optional\n"
+    ));
+}

@@ -138,7 +138,7 @@ pub fn check(prd: Option<&Prd>, arch: Option<&Architecture>, epics: &Epics) -> V
                 out.push(Finding {
                     severity: Severity::High,
                     kind: FindingKind::DanglingReference,
-                    file: epics.path.clone(),
+                    file: story.file.clone(),
                     line: *line,
                     message: format!(
                         "story {} cites {id}, which {source} does not define",
@@ -151,7 +151,7 @@ pub fn check(prd: Option<&Prd>, arch: Option<&Architecture>, epics: &Epics) -> V
             out.push(Finding {
                 severity: Severity::Medium,
                 kind: FindingKind::NoAcceptanceCriteria,
-                file: epics.path.clone(),
+                file: story.file.clone(),
                 line: story.line,
                 message: format!(
                     "story {} ({}) of epic {} has no acceptance criteria",
@@ -165,7 +165,7 @@ pub fn check(prd: Option<&Prd>, arch: Option<&Architecture>, epics: &Epics) -> V
             out.push(Finding {
                 severity: Severity::Medium,
                 kind: FindingKind::EmptyEpic,
-                file: epics.path.clone(),
+                file: epic.file.clone(),
                 line: epic.line,
                 message: format!("epic {} ({}) has no stories", epic.number, epic.title),
             });

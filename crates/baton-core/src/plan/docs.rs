@@ -81,6 +81,8 @@ pub struct Architecture {
 /// A story of the epics document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Story {
+    /// The file it is written in (the epics document, or its shard).
+    pub file: String,
     /// `N.M` as written (`2.6a`).
     pub number: String,
     /// The sprint-status key, `N-M-slug`.
@@ -99,6 +101,8 @@ pub struct Story {
 /// An epic of the epics document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Epic {
+    /// The file its heading is in (the epics document, or its shard).
+    pub file: String,
     /// Its number as written (`1`, `14c`).
     pub number: String,
     /// The heading's title.
@@ -389,6 +393,7 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
                     }
                     None => {
                         doc.epics.push(Epic {
+                            file: path.to_owned(),
                             number: number.to_owned(),
                             title: title.to_owned(),
                             line,
@@ -408,6 +413,7 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
                 match (story_prefix(number), epic) {
                     (Some(prefix), Some(i)) => {
                         doc.epics[i].stories.push(Story {
+                            file: path.to_owned(),
                             number: number.to_owned(),
                             key: format!("{prefix}-{}", slug(title)),
                             title: title.to_owned(),
@@ -469,9 +475,62 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
     doc
 }
 
+/// Parses a sharded epics document: the index, then each shard (`epic-1.md`, …) in order, merged
+/// as one document whose epics and stories keep the file they are written in.
+pub fn parse_epics_sharded(index: (&str, &str), shards: &[(String, String)]) -> Epics {
+    let mut doc = parse_epics(index.0, index.1);
+    for (path, text) in shards {
+        let part = parse_epics(path, text);
+        for e in part.epics {
+            match doc.epics.iter_mut().find(|d| d.number == e.number) {
+                Some(d) => {
+                    if d.stories.is_empty() {
+                        d.file = e.file;
+                        d.line = e.line;
+                    }
+                    d.stories.extend(e.stories);
+                }
+                None => doc.epics.push(e),
+            }
+        }
+        doc.coverage.extend(part.coverage);
+        doc.malformed.extend(
+            part.malformed
+                .into_iter()
+                .map(|(l, t)| (l, format!("{t} ({path})"))),
+        );
+    }
+    doc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_merge_and_keep_their_files() {
+        let doc = parse_epics_sharded(
+            (
+                "epics/index.md",
+                "# Epics\n\n## Epic List\n\n### Epic 1: A\n### Epic 2: B\n",
+            ),
+            &[
+                (
+                    "epics/epic-1.md".to_owned(),
+                    "## Epic 1: A\n\n### Story 1.1: One\n\nFR1\n**Given** x\n".to_owned(),
+                ),
+                (
+                    "epics/epic-2.md".to_owned(),
+                    "## Epic 2: B\n\n### Story 2.1: Two\n".to_owned(),
+                ),
+            ],
+        );
+        assert_eq!(doc.epics.len(), 2);
+        assert_eq!(doc.epics[0].file, "epics/epic-1.md");
+        assert_eq!(doc.epics[1].stories[0].file, "epics/epic-2.md");
+        assert_eq!(doc.epics[1].stories[0].line, 3);
+        assert_eq!(doc.stories().count(), 2);
+    }
 
     fn fr(n: u32) -> ReqId {
         ReqId {

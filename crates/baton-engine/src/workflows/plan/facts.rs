@@ -8,7 +8,6 @@
 //! without the final step, or a `status` of `draft`/`in-progress`, is a started document. The
 //! sprint-planning step is complete when `sprint-status.yaml` names every story of the epics.
 
-use baton_core::plan::docs::parse_epics;
 use baton_core::plan::pipeline::{DocState, PlanFacts, PlanStep, Readiness};
 use baton_store::frontmatter::{Document, StepRef};
 use baton_store::planning::{self, PlanningDocs, names};
@@ -123,17 +122,16 @@ pub fn verdict(path: &Path) -> Option<Readiness> {
 }
 
 /// Whether `sprint-status.yaml` names every story of the epics document.
-fn sprint_complete(paths: &Paths, docs: &PlanningDocs) -> bool {
-    let Some(epics_path) = &docs.epics else {
+fn sprint_complete(paths: &Paths) -> bool {
+    let Ok(plan) = planning::load(&paths.planning, &paths.root) else {
         return false;
     };
-    let Ok(text) = std::fs::read_to_string(epics_path) else {
+    let Some(epics) = plan.epics else {
         return false;
     };
     let Ok(sprint) = SprintDoc::load(&paths.sprint_status) else {
         return false;
     };
-    let epics = parse_epics("epics", &text);
     !epics.epics.is_empty()
         && epics
             .stories()
@@ -152,7 +150,7 @@ pub fn load(paths: &Paths, tier: u8, yolo: bool, ran: usize, date: &str) -> Plan
     };
     for step in PlanStep::ALL {
         let state = if step == PlanStep::SprintPlanning {
-            if sprint_complete(paths, &docs) {
+            if sprint_complete(paths) {
                 DocState::Complete
             } else {
                 DocState::Missing

@@ -723,6 +723,18 @@ pub async fn converse(setup: &Setup, view: &RouteView) -> Result<String, PlanErr
     );
     let (runner, def) = setup.runner("bmad-master")?;
     let outcome = runner.run(&def, &task).await;
+    if outcome.status != AgentStatus::Completed {
+        return Ok(format!(
+            "(the router could not talk: {} ended {}{})",
+            outcome.agent,
+            outcome.status.as_str(),
+            outcome
+                .reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ));
+    }
     Ok(outcome.summary)
 }
 
