@@ -1,7 +1,8 @@
 //! The deterministic cross-reference check of a plan: what the PRD requires, what the
 //! architecture decides and what the epics' stories cite and promise, held against each other.
 //!
-//! No model is involved. Findings: functional requirements no story covers (orphans, high);
+//! No model is involved. Findings: functional requirements no story covers (orphans, high; medium
+//! when an epic claims them — its own text or the FR coverage map — but none of its stories does);
 //! stories citing a requirement or decision that is defined nowhere (high); epics without stories
 //! (medium); stories without acceptance criteria (medium); architecture decisions no story
 //! references (low); non-functional requirements no story cites (low); headings that look like an
@@ -83,7 +84,17 @@ pub fn check(prd: Option<&Prd>, arch: Option<&Architecture>, epics: &Epics) -> V
             if cited.contains(&r.id) {
                 continue;
             }
+            let claimed = epics
+                .epics
+                .iter()
+                .any(|e| e.cites.iter().any(|(id, _)| *id == r.id))
+                || epics.coverage.iter().any(|(id, _, _)| *id == r.id);
             let (severity, kind, what) = match r.id.kind {
+                ReqKind::Fr if claimed => (
+                    Severity::Medium,
+                    FindingKind::OrphanRequirement,
+                    "is claimed by an epic (or the FR coverage map) but cited by no story",
+                ),
                 ReqKind::Fr => (
                     Severity::High,
                     FindingKind::OrphanRequirement,
@@ -247,6 +258,11 @@ mod tests {
                 "empty epic",
                 "## Epic 1: A\n### Story 1.1: W\nFR1 FR2 ADR-001 NFR1\n**Given** a\n## Epic 2: B\n",
                 vec![(Medium, EmptyEpic, "epics.md", 5)],
+            ),
+            (
+                "FR2 claimed only by the epic",
+                "## Epic 1: A\n**FRs covered:** FR1, FR2\n### Story 1.1: W\nFR1 ADR-001 NFR1\n**Given** a\n",
+                vec![(Medium, OrphanRequirement, "prd.md", 6)],
             ),
             (
                 "uncited NFR",

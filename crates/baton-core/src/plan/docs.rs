@@ -109,6 +109,8 @@ pub struct Epic {
     pub title: String,
     /// The heading's line (the section holding its stories when the epic is listed twice).
     pub line: usize,
+    /// Identifiers cited in the epic's own text (before and between its stories' sections).
+    pub cites: Vec<(ReqId, usize)>,
     /// Its stories in file order.
     pub stories: Vec<Story>,
 }
@@ -397,6 +399,7 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
                             number: number.to_owned(),
                             title: title.to_owned(),
                             line,
+                            cites: Vec::new(),
                             stories: Vec::new(),
                         });
                         doc.epics.len() - 1
@@ -460,6 +463,12 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
             continue;
         }
         if !story_open {
+            // An epic-level line (`**FRs covered:** FR1, FR2`): the epic claims them.
+            if let Some(i) = epic {
+                for id in citations(raw) {
+                    doc.epics[i].cites.push((id, line));
+                }
+            }
             continue;
         }
         let Some(s) = epic.and_then(|i| doc.epics[i].stories.last_mut()) else {
@@ -489,6 +498,7 @@ pub fn parse_epics_sharded(index: (&str, &str), shards: &[(String, String)]) -> 
                         d.line = e.line;
                     }
                     d.stories.extend(e.stories);
+                    d.cites.extend(e.cites);
                 }
                 None => doc.epics.push(e),
             }
