@@ -175,7 +175,18 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
     };
     let state = match (&idea, saved) {
         (Some(idea), _) => {
-            let suggestion = suggest_tier(idea, project_shape(root));
+            let shape = project_shape(root);
+            println!(
+                "Project: {}, {} source file{}",
+                if shape.brownfield {
+                    "brownfield"
+                } else {
+                    "greenfield"
+                },
+                shape.source_files,
+                if shape.source_files == 1 { "" } else { "s" }
+            );
+            let suggestion = suggest_tier(idea, shape);
             let tier = args.tier.unwrap_or(suggestion.tier);
             let confidence = serde_json::to_value(suggestion.confidence)
                 .ok()

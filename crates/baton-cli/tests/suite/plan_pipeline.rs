@@ -462,3 +462,23 @@ fn the_idea_can_come_from_a_file_and_an_empty_one_is_refused() {
         run.describe()
     );
 }
+
+#[test]
+fn a_large_brownfield_codebase_raises_the_suggested_tier() {
+    let p = project("^Write the architecture document", 0);
+    for i in 0..600 {
+        p.write(&format!("src/m{i}.rs"), "pub fn f() {}\n");
+    }
+    let run = p.ok(&["plan", "Fix the typo in the help text"]);
+    for want in [
+        "Project: brownfield, 600 source files",
+        "Suggested tier 1 (high confidence): \"fix\" → 0; \"typo\" → 0; brownfield, 600 source files → +1",
+        "✓ quick-spec",
+    ] {
+        assert!(
+            run.stdout.contains(want),
+            "missing {want:?}\n{}",
+            run.describe()
+        );
+    }
+}
