@@ -261,8 +261,22 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
         ),
         yolo: args.yolo,
         force_sprint: from == Some(PlanStep::SprintPlanning),
+        lock_path: cfg.lock_path(),
         journal: None,
     };
+    if let Some(step) = from
+        && !baton_core::plan::pipeline::path(state.tier).contains(&step)
+    {
+        bail!(
+            "tier {} does not have a {step} step; its steps are: {}",
+            state.tier,
+            baton_core::plan::pipeline::path(state.tier)
+                .iter()
+                .map(|s| s.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if let Some(step) = from {
         for (artifact, checkpoint) in engine::redo_from(&opts, state.tier, step)? {
             println!(

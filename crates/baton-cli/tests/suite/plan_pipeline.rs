@@ -445,6 +445,12 @@ fn the_idea_can_come_from_a_file_and_an_empty_one_is_refused() {
         "{}",
         run.describe()
     );
+    let run = p.run(&["plan", "--from", "prd"]).expect_code(1);
+    assert!(
+        run.stderr.contains("tier 0 does not have a prd step"),
+        "{}",
+        run.describe()
+    );
     p.write("empty.md", "  \n");
     let empty = p.root().join("empty.md");
     let run = p

@@ -142,6 +142,8 @@ pub struct PlanOptions {
     pub yolo: bool,
     /// Run sprint planning even when the sprint file already names every story.
     pub force_sprint: bool,
+    /// The sprint file's lock (one writer at a time).
+    pub lock_path: PathBuf,
     /// The journal sprint planning records its changes in, and the run they belong to.
     pub journal: Option<(Arc<Mutex<SqliteJournal>>, String)>,
 }
@@ -393,6 +395,11 @@ fn sprint_step(opts: &PlanOptions) -> Result<Result<StepDone, String>, PlanError
         .collect();
     let stories = paths.stories.clone();
     let plan = planned(&list, |k| stories.join(format!("{k}.md")).is_file());
+    let _lock =
+        baton_store::lock::FileLock::acquire(&opts.lock_path).map_err(|e| PlanError::Io {
+            path: opts.lock_path.clone(),
+            source: io::Error::other(e.to_string()),
+        })?;
     let report = match &opts.journal {
         Some((journal, run_id)) => {
             let mut guard = journal
