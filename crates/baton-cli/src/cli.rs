@@ -150,6 +150,34 @@ pub enum Command {
         Exit codes in hook mode: 0 with a JSON decision on stdout, 2 to block (reason on stderr)."
     )]
     Guard(GuardArgs),
+
+    /// Plan from an idea: brief, PRD, architecture, epics, readiness, sprint-status.yaml.
+    #[command(
+        after_help = "Examples:\n  baton plan \"a CLI that counts words\"     # stops after each artifact\n  \
+        baton plan --continue                    # the next step reads your edits\n  \
+        baton plan --idea-file idea.md --yolo    # straight through\n  \
+        baton plan --from prd                    # redo from the PRD on\n  \
+        baton plan                               # where the plan stands, what comes next\n\n\
+        See docs/planning.md."
+    )]
+    Plan(crate::plan_args::PlanArgs),
+
+    /// Ask the router where the plan stands and what comes next (`baton plan` without an idea).
+    Chat(crate::plan_args::PlanArgs),
+
+    /// Check the plan's documents against each other, in code: requirements, decisions, stories.
+    #[command(after_help = "Examples:\n  baton check\n  baton check --json\n\n\
+        Exit 1 when a finding is high severity.")]
+    Check(crate::plan_args::CheckArgs),
+
+    /// Generate or refresh sprint-status.yaml from the epics, never lowering a status.
+    #[command(
+        name = "sprint-plan",
+        after_help = "Examples:\n  baton sprint-plan\n  baton sprint-plan --json\n\n\
+        New stories are appended as backlog in epic order; existing entries, comments and \
+        statuses are kept; keys the epics no longer name are reported, not dropped."
+    )]
+    SprintPlan(crate::plan_args::SprintPlanArgs),
 }
 
 /// `baton doctor`.
@@ -423,6 +451,9 @@ pub struct DemoArgs {
     /// Where to create the example project (must not exist or be empty; default: a new temp dir).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<std::path::PathBuf>,
+    /// Show the planning pipeline instead: from an idea to the example's plan and sprint file.
+    #[arg(long, conflicts_with = "json")]
+    pub plan: bool,
     /// Stream events as JSON lines and end with the report as JSON.
     #[arg(long)]
     pub json: bool,

@@ -13,6 +13,7 @@ mod config;
 mod env;
 mod limits;
 mod narrow;
+mod plan_args;
 mod project;
 mod trust;
 

@@ -14,6 +14,7 @@ pub mod epic;
 pub mod escalation;
 pub mod key;
 pub mod next;
+pub mod plan;
 pub mod sdd;
 pub mod sprint;
 pub mod stall;

@@ -12,5 +12,6 @@ pub mod journal;
 pub mod ledger;
 pub mod locate;
 pub mod lock;
+pub mod planning;
 pub mod sprint_file;
 pub mod story_file;

@@ -104,6 +104,9 @@ pub fn prepare(dir: &Path) -> Result<()> {
 pub fn run(args: &DemoArgs) -> Result<Code> {
     let dir = target_dir(args)?;
     fs::create_dir_all(&dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
+    if args.plan {
+        return super::demo_plan::run(&dir, args.model.clone(), git);
+    }
     prepare(&dir)?;
     let say = |line: &str| {
         if !args.json {

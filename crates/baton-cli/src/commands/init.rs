@@ -82,7 +82,7 @@ fn template_with_paths(root: &Path, layout: &Layout) -> String {
 }
 
 /// Detects an existing code base; returns the signals that matched.
-fn brownfield_signals(root: &Path) -> Vec<String> {
+pub(crate) fn brownfield_signals(root: &Path) -> Vec<String> {
     let mut signals = Vec::new();
     for d in SOURCE_DIRS {
         if root.join(d).is_dir() {
@@ -101,7 +101,7 @@ fn brownfield_signals(root: &Path) -> Vec<String> {
     signals
 }
 
-fn count_sources(dir: &Path, stop_at: usize) -> usize {
+pub(crate) fn count_sources(dir: &Path, stop_at: usize) -> usize {
     let mut count = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

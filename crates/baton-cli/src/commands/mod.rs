@@ -1,15 +1,19 @@
 //! One module per command; each returns the exit code it ends with.
 
 mod agents;
+mod check;
 mod demo;
+mod demo_plan;
 mod doctor;
 mod guard;
 mod init;
 mod log;
+mod plan;
 mod policy;
 mod sdd;
 mod set;
 mod sprint;
+mod sprint_plan;
 mod status;
 mod tdd;
 mod team;
@@ -55,5 +59,8 @@ pub fn run(cli: Cli) -> Result<Code> {
         Command::Answer(args) => sprint::answer(&root, &args),
         Command::Tdd(args) => tdd::run(&root, &args),
         Command::Guard(args) => guard::run(&root, &args),
+        Command::Plan(args) | Command::Chat(args) => plan::run(&root, &args),
+        Command::Check(args) => check::run(&root, &args),
+        Command::SprintPlan(args) => sprint_plan::run(&root, &args),
     }
 }

@@ -11,6 +11,8 @@ mod hand_edits;
 mod hardening;
 mod init;
 mod log;
+mod plan_pipeline;
+mod planning;
 mod regression;
 mod sdd;
 mod set;

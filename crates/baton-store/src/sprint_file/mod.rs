@@ -8,6 +8,7 @@
 //! and only if the file on disk is still the one that was read.
 
 mod edit;
+pub mod plan;
 pub mod scan;
 
 pub use edit::{Change, EditError, EditOptions, MAX_COMMENT_CHARS, comment_text};

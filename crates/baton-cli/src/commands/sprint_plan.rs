@@ -1,0 +1,109 @@
+//! `baton sprint-plan`: `sprint-status.yaml` generated from the epics document, or the epics
+//! merged into it (BMAD-FORMAT.md R5).
+
+use crate::commands::Code;
+use crate::plan_args::SprintPlanArgs;
+use anyhow::{Context, Result, bail};
+use baton_store::journal::SqliteJournal;
+use baton_store::ledger::Now;
+use baton_store::lock::FileLock;
+use baton_store::planning::{self, shown};
+use baton_store::sprint_file::plan::{PlanJournal, PlanReport, plan_sprint, planned};
+use std::path::Path;
+
+/// Plans the sprint from the epics in the planning folder; the report of what changed.
+pub fn plan(root: &Path, cfg: &crate::config::Config) -> Result<PlanReport> {
+    let loaded = planning::load(&cfg.planning, root)?;
+    let Some(epics) = loaded.epics else {
+        bail!(
+            "no epics document in `{}` (looked for `*epic*.md` and `epics/index.md`)",
+            shown(root, &cfg.planning)
+        );
+    };
+    if epics.epics.is_empty() {
+        bail!(
+            "`{}` has no `## Epic N: title` heading; nothing to plan",
+            epics.path
+        );
+    }
+    let list: Vec<(String, Vec<String>)> = epics
+        .epics
+        .iter()
+        .map(|e| {
+            (
+                e.number.clone(),
+                e.stories.iter().map(|s| s.key.clone()).collect(),
+            )
+        })
+        .collect();
+    let stories = cfg.stories.clone();
+    let plan = planned(&list, |k| stories.join(format!("{k}.md")).is_file());
+    let now = Now::system();
+    let project = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "project".to_owned());
+    let story_location = shown(root, &cfg.stories);
+    let header = super::init::skeleton(&project, &story_location, &now.stamp.to_string());
+    let _lock = FileLock::acquire(&cfg.lock_path())
+        .with_context(|| format!("cannot lock `{}`", shown(root, &cfg.sprint_status)))?;
+    let mut journal = SqliteJournal::open(&cfg.journal_path())?;
+    let mut pj = PlanJournal {
+        journal: &mut journal,
+        at: jiff::Timestamp::now().to_string(),
+        run_id: None,
+    };
+    Ok(plan_sprint(
+        &cfg.sprint_status,
+        &header,
+        &plan,
+        now.stamp,
+        Some(&mut pj),
+    )?)
+}
+
+/// Prints what a planning run did.
+pub fn print_report(root: &Path, path: &Path, r: &PlanReport) {
+    let file = shown(root, path);
+    if r.created {
+        println!("Created {file} with {} entries.", r.added.len());
+    } else if r.added.is_empty() && r.raised.is_empty() {
+        println!(
+            "{file} is in sync with the epics ({} entries kept).",
+            r.kept
+        );
+    } else {
+        println!(
+            "Updated {file}: {} added, {} raised, {} kept as they were.",
+            r.added.len(),
+            r.raised.len(),
+            r.kept
+        );
+    }
+    if !r.created {
+        for (k, s) in &r.added {
+            println!("  + {k}: {s}");
+        }
+    }
+    for (k, from, to) in &r.raised {
+        println!("  ↑ {k}: {from} → {to} (story file exists)");
+    }
+    if !r.orphans.is_empty() {
+        println!("Kept, but no longer in the epics (re-key or remove them by hand):");
+        for (k, s) in &r.orphans {
+            println!("  ? {k}: {s}");
+        }
+    }
+}
+
+/// Runs `baton sprint-plan`.
+pub fn run(root: &Path, args: &SprintPlanArgs) -> Result<Code> {
+    let cfg = crate::project::config(root)?;
+    let report = plan(root, &cfg)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(root, &cfg.sprint_status, &report);
+    }
+    Ok(Code::Ok)
+}

@@ -1,0 +1,252 @@
+//! The planning commands on real files: `baton check` finds each kind of inconsistency with its
+//! file and line and nothing on an aligned plan; `baton sprint-plan` creates the sprint file from
+//! the epics, and on an existing one keeps every status, comment and unknown key and appends only
+//! the new stories.
+
+use super::common::{Project, parse_json, sprint};
+
+const PLANNING: &str = "_bmad-output/planning-artifacts";
+
+const PRD: &str = "---
+stepsCompleted: [1]
+workflowType: 'prd'
+---
+# PRD
+
+## Functional Requirements
+
+- FR1: count words
+- FR2: count lines
+- FR3: print a summary
+";
+
+const ARCH: &str = "# Architecture
+
+## Decisions
+
+### ADR-001: pure functions in their own module
+### ADR-002: no dependencies
+";
+
+const ALIGNED: &str = "# Epics
+
+## Epic 1: Counting
+
+### Story 1.1: Count words
+
+Covers FR1 under ADR-001.
+
+**Acceptance Criteria:**
+
+**Given** a text
+**When** I count its words
+**Then** I get the count
+
+### Story 1.2: Count lines
+
+Covers FR2 (ADR-002).
+
+**Given** a text
+**Then** I get its line count
+
+## Epic 2: Reporting
+
+### Story 2.1: Summary line
+
+Covers FR3.
+
+**Given** a text
+**Then** the summary reads words=N lines=M
+";
+
+/// The aligned plan with four defects: FR3 orphaned, FR9 dangling, ADR-002 unreferenced,
+/// story 1.2 without acceptance criteria.
+const BROKEN: &str = "# Epics
+
+## Epic 1: Counting
+
+### Story 1.1: Count words
+
+Covers FR1 under ADR-001.
+
+**Given** a text
+**Then** I get the count
+
+### Story 1.2: Count lines
+
+Covers FR2.
+
+## Epic 2: Reporting
+
+### Story 2.1: Summary line
+
+Covers FR9.
+
+**Given** a text
+**Then** the summary reads words=N lines=M
+";
+
+fn plan(epics: &str) -> Project {
+    let p = Project::empty();
+    p.write(&format!("{PLANNING}/prd.md"), PRD);
+    p.write(&format!("{PLANNING}/architecture.md"), ARCH);
+    p.write(&format!("{PLANNING}/epics.md"), epics);
+    p
+}
+
+#[test]
+fn check_reports_each_problem_with_file_and_line() {
+    let p = plan(BROKEN);
+    let run = p.run(&["check"]).expect_code(1);
+    for want in [
+        "high    _bmad-output/planning-artifacts/prd.md:11  FR3 is covered by no story",
+        "high    _bmad-output/planning-artifacts/epics.md:20  story 2.1 cites FR9, which the PRD does not define",
+        "medium  _bmad-output/planning-artifacts/epics.md:12  story 1.2 (Count lines) of epic 1 has no acceptance criteria",
+        "low     _bmad-output/planning-artifacts/architecture.md:6  ADR-002 is referenced by no story",
+    ] {
+        assert!(
+            run.stdout.contains(want),
+            "missing {want:?}\n{}",
+            run.describe()
+        );
+    }
+    let json = parse_json(&p.run(&["check", "--json"]).expect_code(1));
+    let kinds: Vec<&str> = json["findings"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|f| f["kind"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        kinds,
+        [
+            "dangling-reference",
+            "orphan-requirement",
+            "no-acceptance-criteria",
+            "unreferenced-decision"
+        ],
+        "sorted by severity, then file"
+    );
+    assert_eq!(json["high"], 2);
+}
+
+#[test]
+fn check_on_an_aligned_plan_finds_nothing() {
+    let p = plan(ALIGNED);
+    let run = p.ok(&["check"]);
+    assert!(run.stdout.contains("no findings"), "{}", run.describe());
+    let json = parse_json(&p.ok(&["check", "--json"]));
+    assert_eq!(json["findings"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn check_without_epics_says_where_it_looked() {
+    let p = Project::empty();
+    let run = p.run(&["check"]).expect_code(1);
+    assert!(
+        run.stderr
+            .contains("no epics document in `_bmad-output/planning-artifacts`"),
+        "{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn sprint_plan_creates_a_valid_sprint_file() {
+    let p = plan(ALIGNED);
+    let run = p.ok(&["sprint-plan"]);
+    assert!(run.stdout.contains("Created"), "{}", run.describe());
+    let text = p.read_sprint();
+    assert!(
+        text.ends_with(
+            "development_status:\n  epic-1: backlog\n  1-1-count-words: backlog\n  1-2-count-lines: backlog\n  epic-1-retrospective: optional\n\n  epic-2: backlog\n  2-1-summary-line: backlog\n  epic-2-retrospective: optional\n"
+        ),
+        "{text}"
+    );
+    p.ok(&["status", "--validate"]);
+}
+
+#[test]
+fn sprint_plan_keeps_progress_and_comments_and_appends_new_stories() {
+    let before = sprint(
+        "  # epic one is under way\n  epic-1: in-progress\n  1-1-count-words: done  # shipped\n  1-2-count-lines: in-progress  # baton: needs-intervention (max review rounds)\n  epic-1-retrospective: optional\n\n  9-9-dropped-story: review\n",
+    );
+    let p = Project::with_sprint(&before);
+    p.write(&format!("{PLANNING}/prd.md"), PRD);
+    let more = format!(
+        "{ALIGNED}\n### Story 2.2: Summary as JSON\n\nCovers FR3.\n\n**Given** a text\n**Then** JSON\n"
+    );
+    p.write(&format!("{PLANNING}/epics.md"), &more);
+    let run = p.ok(&["sprint-plan"]);
+    assert!(
+        run.stdout.contains("? 9-9-dropped-story: review"),
+        "{}",
+        run.describe()
+    );
+    let after = p.read_sprint();
+    let expected_body = "  # epic one is under way\n  epic-1: in-progress\n  1-1-count-words: done  # shipped\n  1-2-count-lines: in-progress  # baton: needs-intervention (max review rounds)\n  epic-1-retrospective: optional\n\n  9-9-dropped-story: review\n\n  epic-2: backlog\n  2-1-summary-line: backlog\n  2-2-summary-as-json: backlog\n  epic-2-retrospective: optional\n";
+    let before_lines: Vec<&str> = before.lines().collect();
+    let after_lines: Vec<&str> = after.lines().collect();
+    for l in &before_lines {
+        if !l.starts_with("last_updated:") {
+            assert!(after_lines.contains(l), "line {l:?} lost\n{after}");
+        }
+    }
+    assert!(after.ends_with(expected_body), "{after}");
+    // Each added key is journaled once, as a change by the orchestrator.
+    let log = p.log(&[]);
+    let added: Vec<&str> = log.iter().filter_map(|e| e["key"].as_str()).collect();
+    assert_eq!(
+        added,
+        [
+            "epic-2",
+            "2-1-summary-line",
+            "2-2-summary-as-json",
+            "epic-2-retrospective"
+        ],
+        "{log:?}"
+    );
+    // Sprint planning again: in sync, nothing added.
+    let again = p.ok(&["sprint-plan"]);
+    assert!(again.stdout.contains("in sync"), "{}", again.describe());
+    // A story file floors its story at ready-for-dev.
+    p.write(
+        "_bmad-output/implementation-artifacts/2-1-summary-line.md",
+        "# Story 2.1: Summary line\n\nStatus: ready-for-dev\n",
+    );
+    let run = p.ok(&["sprint-plan", "--json"]);
+    let json = parse_json(&run);
+    assert_eq!(json["raised"][0][0], "2-1-summary-line");
+    assert!(
+        p.read_sprint()
+            .contains("  2-1-summary-line: ready-for-dev\n")
+    );
+}
+
+#[test]
+fn a_sharded_epics_document_is_checked_and_planned_shard_by_shard() {
+    let p = Project::empty();
+    p.write(&format!("{PLANNING}/prd.md"), PRD);
+    p.write(
+        &format!("{PLANNING}/epics/index.md"),
+        "# Epics\n\n## Epic List\n\n### Epic 1: Counting\n### Epic 2: Reporting\n",
+    );
+    p.write(
+        &format!("{PLANNING}/epics/epic-1.md"),
+        "## Epic 1: Counting\n\n### Story 1.1: Count words\n\nFR1 FR2\n\n**Given** a text\n**Then** counts\n",
+    );
+    p.write(
+        &format!("{PLANNING}/epics/epic-2.md"),
+        "## Epic 2: Reporting\n\n### Story 2.1: Summary line\n\nFR3\n",
+    );
+    let run = p.run(&["check"]).expect_code(0);
+    assert!(
+        run.stdout.contains(
+            "medium  _bmad-output/planning-artifacts/epics/epic-2.md:3  story 2.1 (Summary line) of epic 2 has no acceptance criteria"
+        ),
+        "{}",
+        run.describe()
+    );
+    p.ok(&["sprint-plan"]);
+    assert!(p.read_sprint().ends_with(
+        "  epic-1: backlog\n  1-1-count-words: backlog\n  epic-1-retrospective: optional\n\n  epic-2: backlog\n  2-1-summary-line: backlog\n  epic-2-retrospective: optional\n"
+    ));
+}
