@@ -9,18 +9,21 @@
 
 mod edit;
 pub mod scan;
+mod shift;
 
 pub use edit::{Change, EditError, EditOptions, MAX_COMMENT_CHARS, comment_text};
 
 use crate::atomic;
-use baton_core::key::Key;
+use baton_core::key::{EpicId, Key, KeyKind};
 use baton_core::sprint::{Entry, Field, Sprint};
 use baton_core::status::{Status, StatusValue};
 use scan::{Scan, ScannedEntry};
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Why a sprint file could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -104,7 +107,19 @@ impl DiskVersion {
 pub struct SprintDoc {
     path: PathBuf,
     text: String,
+    /// The scan of the text as loaded; an entry's spans are these plus its growth in `shifts`
+    /// (fields are kept exact).
     scan: Scan,
+    /// Growth of the text before each entry since the scan (see [`shift`]).
+    shifts: shift::Shifts,
+    /// Whether the entries' spans increase in file order, so the entries after a byte offset
+    /// can be found by bisection; when not, an edit shifts every entry's spans instead.
+    ordered: bool,
+    /// Keys that occur more than once, with their number of occurrences (edits refuse them).
+    dups: HashMap<String, usize>,
+    /// Positions of each epic's stories (first occurrences), built on first use: keys never
+    /// change while the document lives.
+    epic_stories: OnceLock<HashMap<EpicId, Vec<usize>>>,
     sprint: Sprint,
     disk: Option<DiskVersion>,
     /// Whether the next write must parse the whole text again first: an edit wrote free text
@@ -153,15 +168,25 @@ impl SprintDoc {
         };
         let yaml = parse_yaml(&text).map_err(|(l, c, m)| syntax(l, c, m))?;
         let scan = scan::scan(&text).map_err(|e| syntax(e.line, None, e.message))?;
-        if let Some((l, m)) = cross_check(&scan, &yaml).into_iter().next() {
+        let (firsts, dups) = firsts(&scan);
+        if let Some((l, m)) = cross_check(&scan, &firsts, &yaml).into_iter().next() {
             return Err(syntax(l, None, m));
         }
+        drop(firsts);
         let sprint = model(&text, &scan);
         let text_len = text.len();
+        let ordered = scan
+            .entries
+            .windows(2)
+            .all(|w| w[0].slot.eol < w[1].slot.insert_at);
         Ok(SprintDoc {
             path: path.to_path_buf(),
             text,
             scan,
+            shifts: shift::Shifts::default(),
+            ordered,
+            dups,
+            epic_stories: OnceLock::new(),
             sprint,
             disk: None,
             verify: false,
@@ -182,6 +207,47 @@ impl SprintDoc {
     /// The typed model.
     pub fn sprint(&self) -> &Sprint {
         &self.sprint
+    }
+
+    /// The stories of epic `n` in file order (first occurrence of each key), like
+    /// [`Sprint::stories_of`] but from an index built once per document, so a step's epic
+    /// follow-up costs the size of the epic, not of the sprint.
+    pub fn stories_of(&self, n: impl Into<EpicId>) -> impl Iterator<Item = &Entry> {
+        let index = self.epic_stories.get_or_init(|| {
+            let mut index: HashMap<EpicId, Vec<usize>> = HashMap::new();
+            let mut seen = std::collections::HashSet::with_capacity(self.sprint.entries.len());
+            for (i, e) in self.sprint.entries.iter().enumerate() {
+                if let KeyKind::Story { epic, .. } = e.key.kind()
+                    && seen.insert(e.key.as_str())
+                {
+                    index.entry(epic).or_default().push(i);
+                }
+            }
+            index
+        });
+        index
+            .get(&n.into())
+            .into_iter()
+            .flatten()
+            .filter_map(|&i| self.sprint.entries.get(i))
+    }
+
+    /// The scanned entry at `pos` with its spans where they are in the current text.
+    pub(crate) fn entry_at(&self, pos: usize) -> Option<ScannedEntry> {
+        let mut e = self.scan.entries.get(pos)?.clone();
+        let delta = self.shifts.at(pos);
+        if delta != 0 {
+            edit::offset_slot(&mut e.slot, |o| o.wrapping_add_signed(delta));
+        }
+        Some(e)
+    }
+
+    /// Every scanned entry with its spans where they are in the current text.
+    #[cfg(test)]
+    pub(crate) fn resolved_entries(&self) -> Vec<ScannedEntry> {
+        (0..self.scan.entries.len())
+            .filter_map(|i| self.entry_at(i))
+            .collect()
     }
 
     /// Whether the file on disk is no longer the version this document was read from or wrote.
@@ -407,7 +473,7 @@ pub fn diagnose(path: &Path, text: &str) -> Vec<LoadError> {
         }
         Ok(yaml) if out.is_empty() => {
             out.extend(
-                cross_check(&scan, &yaml)
+                cross_check(&scan, &firsts(&scan).0, &yaml)
                     .into_iter()
                     .map(|(l, m)| syntax(l, None, m)),
             );
@@ -421,16 +487,30 @@ pub fn diagnose(path: &Path, text: &str) -> Vec<LoadError> {
     out
 }
 
-fn cross_check(scan: &Scan, yaml: &Option<YamlStatuses>) -> Vec<(usize, String)> {
+/// The first occurrence of every key, in file order, and the keys that occur more than once
+/// with their number of occurrences.
+fn firsts(scan: &Scan) -> (Vec<&ScannedEntry>, HashMap<String, usize>) {
+    let mut seen = std::collections::HashSet::with_capacity(scan.entries.len());
+    let mut dups: HashMap<String, usize> = HashMap::new();
+    let mut firsts = Vec::with_capacity(scan.entries.len());
+    for e in &scan.entries {
+        if seen.insert(e.key.as_str()) {
+            firsts.push(e);
+        } else {
+            *dups.entry(e.key.clone()).or_insert(1) += 1;
+        }
+    }
+    (firsts, dups)
+}
+
+fn cross_check(
+    scan: &Scan,
+    firsts: &[&ScannedEntry],
+    yaml: &Option<YamlStatuses>,
+) -> Vec<(usize, String)> {
     let Some(yaml) = yaml else {
         return Vec::new();
     };
-    let mut seen = std::collections::HashSet::with_capacity(scan.entries.len());
-    let firsts: Vec<&ScannedEntry> = scan
-        .entries
-        .iter()
-        .filter(|e| seen.insert(e.key.as_str()))
-        .collect();
     let mut out = Vec::new();
     if firsts.len() != yaml.len() {
         let line = scan.dev_line.unwrap_or(1);
