@@ -357,7 +357,11 @@ impl SprintDoc {
         }
 
         splices.sort_by_key(|s| s.region.start);
-        let mut out = String::with_capacity(self.text.len() + 256);
+        // Built in the buffer of the text before last (a fresh allocation of a large file's size
+        // costs page faults on every edit).
+        let mut out = std::mem::take(&mut self.spare);
+        out.clear();
+        out.reserve(self.text.len() + 256);
         let mut at = 0;
         for s in &splices {
             out.push_str(&self.text[at..s.region.start]);
@@ -438,7 +442,8 @@ impl SprintDoc {
             .iter()
             .any(|c| c.note.is_some() || c.reason.is_some());
         self.expected_len = out.len();
-        self.text = out;
+        self.spare = std::mem::replace(&mut self.text, out);
+        self.spare.clear();
         for (s, base) in splices.into_iter().zip(starts) {
             match s.target {
                 Target::Entry(idx, mut slot) => {

@@ -120,6 +120,8 @@ pub struct SprintDoc {
     /// Positions of each epic's stories (first occurrences), built on first use: keys never
     /// change while the document lives.
     epic_stories: OnceLock<HashMap<EpicId, Vec<usize>>>,
+    /// An empty buffer with the capacity of an earlier text, reused by the next edit.
+    spare: String,
     sprint: Sprint,
     disk: Option<DiskVersion>,
     /// Whether the next write must parse the whole text again first: an edit wrote free text
@@ -187,6 +189,7 @@ impl SprintDoc {
             ordered,
             dups,
             epic_stories: OnceLock::new(),
+            spare: String::new(),
             sprint,
             disk: None,
             verify: false,
@@ -214,14 +217,26 @@ impl SprintDoc {
     /// follow-up costs the size of the epic, not of the sprint.
     pub fn stories_of(&self, n: impl Into<EpicId>) -> impl Iterator<Item = &Entry> {
         let index = self.epic_stories.get_or_init(|| {
-            let mut index: HashMap<EpicId, Vec<usize>> = HashMap::new();
-            let mut seen = std::collections::HashSet::with_capacity(self.sprint.entries.len());
+            // Stories are grouped by epic in practice: collect runs, then merge them by epic.
+            let mut runs: Vec<(EpicId, Vec<usize>)> = Vec::new();
             for (i, e) in self.sprint.entries.iter().enumerate() {
-                if let KeyKind::Story { epic, .. } = e.key.kind()
-                    && seen.insert(e.key.as_str())
+                let KeyKind::Story { epic, .. } = e.key.kind() else {
+                    continue;
+                };
+                // Only a duplicated key can be a later occurrence.
+                if self.dups.contains_key(e.key.as_str())
+                    && self.sprint.position(e.key.as_str()) != Some(i)
                 {
-                    index.entry(epic).or_default().push(i);
+                    continue;
                 }
+                match runs.last_mut() {
+                    Some((last, run)) if *last == epic => run.push(i),
+                    _ => runs.push((epic, vec![i])),
+                }
+            }
+            let mut index: HashMap<EpicId, Vec<usize>> = HashMap::with_capacity(runs.len());
+            for (epic, run) in runs {
+                index.entry(epic).or_default().extend(run);
             }
             index
         });
@@ -258,16 +273,16 @@ impl SprintDoc {
 
     /// Writes the current text atomically, unless the file changed on disk since it was read.
     ///
-    /// The text is parsed again first (the write never leaves a file that does not load, or
-    /// loads differently), and the file's identity is compared both before the temp file is
-    /// written and again right before the rename.
+    /// When an edit wrote free text (a note, a reason), the text is parsed again first (the
+    /// write never leaves a file that does not load, or loads differently); a status-only edit
+    /// writes canonical tokens into spans the scanner placed and is not parsed again. The file's
+    /// identity is compared both before the temp file is written and when it is swapped in.
     pub fn persist(&mut self) -> Result<(), PersistError> {
         let conflict = || PersistError::Conflict {
             path: self.path.clone(),
         };
-        if self.changed_on_disk() {
-            return Err(conflict());
-        }
+        // `replace_if` looks at the file's identity before it writes anything, and again when
+        // it swaps the new text in.
         let check = self.verify || self.text.len() != self.expected_len;
         match check.then(|| SprintDoc::parse(&self.path, self.text.clone())) {
             None => {}
