@@ -10,6 +10,7 @@
 mod edit;
 pub mod scan;
 mod shift;
+mod yaml;
 
 pub use edit::{Change, EditError, EditOptions, MAX_COMMENT_CHARS, comment_text};
 
@@ -24,6 +25,7 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use yaml::YamlStatuses;
 
 /// Why a sprint file could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -168,14 +170,36 @@ impl SprintDoc {
             column,
             message,
         };
-        let yaml = parse_yaml(&text).map_err(|(l, c, m)| syntax(l, c, m))?;
-        let scan = scan::scan(&text).map_err(|e| syntax(e.line, None, e.message))?;
-        let (firsts, dups) = firsts(&scan);
+        // A large file's YAML parse (most of a load) runs on a second thread while this one
+        // scans the lines and builds the model; a small file's is not worth a thread.
+        let (yaml, scanned) = if text.len() >= PARALLEL_PARSE_FROM {
+            std::thread::scope(|s| {
+                let worker = std::thread::Builder::new()
+                    .name("sprint-yaml".into())
+                    .spawn_scoped(s, || parse_yaml(&text));
+                let scanned = scan_and_model(&text);
+                let yaml = match worker {
+                    Ok(handle) => handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    Err(_) => parse_yaml(&text),
+                };
+                (yaml, scanned)
+            })
+        } else {
+            let yaml = parse_yaml(&text).map_err(|(l, c, m)| syntax(l, c, m))?;
+            (Ok(yaml), scan_and_model(&text))
+        };
+        let yaml = yaml.map_err(|(l, c, m)| syntax(l, c, m))?;
+        let Scanned {
+            scan,
+            firsts,
+            dups,
+            sprint,
+        } = scanned.map_err(|e| syntax(e.line, None, e.message))?;
         if let Some((l, m)) = cross_check(&scan, &firsts, &yaml).into_iter().next() {
             return Err(syntax(l, None, m));
         }
-        drop(firsts);
-        let sprint = model(&text, &scan);
         let text_len = text.len();
         let ordered = scan
             .entries
@@ -343,6 +367,30 @@ impl SprintDoc {
     }
 }
 
+/// From this size on, [`SprintDoc::parse`] runs the YAML parse on a second thread.
+const PARALLEL_PARSE_FROM: usize = 32 * 1024;
+
+/// What the line scan yields for a load: the scan, the position of the first occurrence of
+/// every key, the duplicated keys and the model.
+struct Scanned {
+    scan: Scan,
+    firsts: Vec<usize>,
+    dups: HashMap<String, usize>,
+    sprint: Sprint,
+}
+
+fn scan_and_model(text: &str) -> Result<Scanned, scan::ScanError> {
+    let scan = scan::scan(text)?;
+    let (firsts, dups) = firsts(&scan);
+    let sprint = model(text, &scan);
+    Ok(Scanned {
+        scan,
+        firsts,
+        dups,
+        sprint,
+    })
+}
+
 /// Whether two models read the same: fields and entries (with their lines) alike.
 fn same_model(a: &Sprint, b: &Sprint) -> bool {
     a.fields == b.fields
@@ -352,14 +400,11 @@ fn same_model(a: &Sprint, b: &Sprint) -> bool {
 
 /// Parses the whole text as YAML; returns the `development_status` mapping (key → status text,
 /// `None` for a value without a status) in file order, first occurrence of each key.
-type YamlStatuses = Vec<(String, Option<String>)>;
-
 fn parse_yaml(text: &str) -> Result<Option<YamlStatuses>, (usize, Option<usize>, String)> {
-    use serde_json::Value;
     let options = serde_saphyr::options! {
         duplicate_keys: serde_saphyr::DuplicateKeyPolicy::FirstWins,
     };
-    let value: Value = match serde_saphyr::from_str_with_options(text, options) {
+    let root = match yaml::parse(text, options) {
         Ok(v) => v,
         Err(e) => {
             let (line, col) = e
@@ -369,48 +414,21 @@ fn parse_yaml(text: &str) -> Result<Option<YamlStatuses>, (usize, Option<usize>,
             return Err((line.max(1), col, yaml_message(&e.to_string())));
         }
     };
-    let root = match value {
-        Value::Null => return Ok(None),
-        Value::Object(map) => map,
-        _ => {
-            return Err((
-                1,
-                None,
-                "the sprint file must be a mapping of `key: value` lines".into(),
-            ));
-        }
-    };
-    let Some(dev) = root.get("development_status") else {
-        return Ok(None);
-    };
-    let map = match dev {
-        Value::Null => return Ok(Some(Vec::new())),
-        Value::Object(m) => m,
-        _ => {
-            return Err((
-                1,
-                None,
-                "`development_status` must be a mapping of `key: status`".into(),
-            ));
-        }
-    };
-    let scalar = |v: &Value| match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    };
-    Ok(Some(
-        map.iter()
-            .map(|(k, v)| {
-                let status = match v {
-                    Value::Object(inner) => inner.get("status").and_then(scalar),
-                    other => scalar(other),
-                };
-                (k.clone(), status)
-            })
-            .collect(),
-    ))
+    match root {
+        yaml::Root::Null | yaml::Root::Map(None) => Ok(None),
+        yaml::Root::NotMapping => Err((
+            1,
+            None,
+            "the sprint file must be a mapping of `key: value` lines".into(),
+        )),
+        yaml::Root::Map(Some(yaml::Dev::Null)) => Ok(Some(Vec::new())),
+        yaml::Root::Map(Some(yaml::Dev::NotMapping)) => Err((
+            1,
+            None,
+            "`development_status` must be a mapping of `key: status`".into(),
+        )),
+        yaml::Root::Map(Some(yaml::Dev::Entries(entries))) => Ok(Some(entries)),
+    }
 }
 
 /// The YAML library's message without its own `error: line N column M:` prefix (the caller
@@ -502,15 +520,15 @@ pub fn diagnose(path: &Path, text: &str) -> Vec<LoadError> {
     out
 }
 
-/// The first occurrence of every key, in file order, and the keys that occur more than once
-/// with their number of occurrences.
-fn firsts(scan: &Scan) -> (Vec<&ScannedEntry>, HashMap<String, usize>) {
+/// The position of the first occurrence of every key, in file order, and the keys that occur
+/// more than once with their number of occurrences.
+fn firsts(scan: &Scan) -> (Vec<usize>, HashMap<String, usize>) {
     let mut seen = std::collections::HashSet::with_capacity(scan.entries.len());
     let mut dups: HashMap<String, usize> = HashMap::new();
     let mut firsts = Vec::with_capacity(scan.entries.len());
-    for e in &scan.entries {
+    for (i, e) in scan.entries.iter().enumerate() {
         if seen.insert(e.key.as_str()) {
-            firsts.push(e);
+            firsts.push(i);
         } else {
             *dups.entry(e.key.clone()).or_insert(1) += 1;
         }
@@ -520,7 +538,7 @@ fn firsts(scan: &Scan) -> (Vec<&ScannedEntry>, HashMap<String, usize>) {
 
 fn cross_check(
     scan: &Scan,
-    firsts: &[&ScannedEntry],
+    firsts: &[usize],
     yaml: &Option<YamlStatuses>,
 ) -> Vec<(usize, String)> {
     let Some(yaml) = yaml else {
@@ -539,7 +557,8 @@ fn cross_check(
         ));
         return out;
     }
-    for (e, (key, status)) in firsts.iter().zip(yaml) {
+    let firsts = firsts.iter().filter_map(|&i| scan.entries.get(i));
+    for (e, (key, status)) in firsts.zip(yaml) {
         let mine = e.slot.value.as_ref().map(|v| v.text.as_str());
         if e.key != *key || mine != status.as_deref() {
             out.push((

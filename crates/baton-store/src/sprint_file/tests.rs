@@ -278,3 +278,39 @@ fn many_edits_in_a_row_keep_every_span_exact() {
         }
     }
 }
+
+/// A file large enough for the YAML parse to run beside the line scan.
+fn large(extra: &str) -> String {
+    let mut text = String::from("last_updated: 2026-01-02\ndevelopment_status:\n");
+    for e in 1..=30 {
+        text.push_str(&format!("  epic-{e}: backlog\n"));
+        for s in 1..=40 {
+            text.push_str(&format!("  {e}-{s}-a-story-with-a-long-name: backlog\n"));
+        }
+    }
+    text.push_str(extra);
+    assert!(text.len() > super::PARALLEL_PARSE_FROM);
+    text
+}
+
+#[test]
+fn a_large_file_reports_the_same_problems_as_a_small_one() {
+    let d = doc(&large(""));
+    assert_eq!(d.sprint().entries.len(), 30 * 41);
+    assert_eq!(d.stories_of(30u32).count(), 40);
+
+    let path = Path::new("sprint-status.yaml");
+    // A YAML error wins over the scanner's, as for a small file.
+    let err = SprintDoc::parse(path, large("  30-41-x: [unclosed\n")).unwrap_err();
+    let lines = large("").lines().count();
+    assert!(
+        matches!(&err, LoadError::Syntax { line, .. } if *line > lines),
+        "{err}"
+    );
+    // An entry YAML reads differently (an anchor) is refused with its line.
+    let err = SprintDoc::parse(path, large("  30-41-x: &a backlog\n")).unwrap_err();
+    assert!(
+        matches!(&err, LoadError::Syntax { line, .. } if *line == lines + 1),
+        "{err}"
+    );
+}
