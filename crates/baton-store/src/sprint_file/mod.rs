@@ -536,14 +536,24 @@ fn firsts(scan: &Scan) -> (Vec<usize>, HashMap<String, usize>) {
     (firsts, dups)
 }
 
-fn cross_check(
-    scan: &Scan,
-    firsts: &[usize],
-    yaml: &Option<YamlStatuses>,
-) -> Vec<(usize, String)> {
+fn cross_check(scan: &Scan, firsts: &[usize], yaml: &Option<YamlStatuses>) -> Vec<(usize, String)> {
     let Some(yaml) = yaml else {
         return Vec::new();
     };
+    let out = check_entries(scan, firsts, yaml);
+    if out.is_empty() {
+        // The keys matched the scan's, which are distinct as text: so are YAML's.
+        return out;
+    }
+    // Keys distinct to YAML but equal as text (`11` and `'11'`) are compared as one, as a map
+    // keyed by text reads them.
+    match yaml::merge_text_duplicates(yaml) {
+        Some(merged) => check_entries(scan, firsts, &merged),
+        None => out,
+    }
+}
+
+fn check_entries(scan: &Scan, firsts: &[usize], yaml: &YamlStatuses) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     if firsts.len() != yaml.len() {
         let line = scan.dev_line.unwrap_or(1);

@@ -314,3 +314,29 @@ fn a_large_file_reports_the_same_problems_as_a_small_one() {
         "{err}"
     );
 }
+
+#[test]
+fn keys_equal_as_text_are_compared_as_one() {
+    // `11` and `'11'` are two keys to YAML and one to the scanner (and to BMad's tools, which
+    // read keys as text): compared as one, the file loads and the key cannot be edited.
+    let mut d = doc("development_status:\n  11: done\n  '11': done\n  epic-1: backlog\n");
+    assert_eq!(d.sprint().entries.len(), 3);
+    let err = d
+        .apply(
+            &[change("11", Status::Backlog)],
+            now(),
+            EditOptions::default(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, EditError::Duplicate { count: 2, .. }),
+        "{err}"
+    );
+    // Read differently (last value wins for the text key), it is refused with its line.
+    let err = SprintDoc::parse(
+        Path::new("s.yaml"),
+        "development_status:\n  11: done\n  '11': review\n".into(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, LoadError::Syntax { line: 2, .. }), "{err}");
+}
