@@ -259,13 +259,13 @@ fn many_edits_in_a_row_keep_every_span_exact() {
     text.push_str("trailing_field: x\n");
     let mut d = doc(&text);
     let statuses = [Status::InProgress, Status::Review, Status::InProgress];
-    for round in 0..3 {
+    for (round, to) in statuses.into_iter().enumerate() {
         for e in (1..=4).rev() {
             for s in [6, 1, 3] {
                 let note = (s == 3).then(|| "x".repeat(round * 7 + e));
                 let c = Change {
                     key: format!("{e}-{s}-s"),
-                    to: statuses[round],
+                    to,
                     reason: None,
                     note,
                 };
