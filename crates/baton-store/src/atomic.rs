@@ -28,9 +28,15 @@ fn err(path: &Path) -> impl FnOnce(io::Error) -> WriteError + '_ {
     }
 }
 
-/// Resolves symlinks on the target so the link itself survives the rename.
+/// Resolves symlinks on the target so the link itself survives the rename. Only a link in the
+/// last component matters (the temp file goes beside the target, wherever its directory really
+/// is), so a path whose last component is not a link is returned as it is, for one `lstat`
+/// instead of one `readlink` per component.
 pub fn real_target(path: &Path) -> PathBuf {
-    fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+    match fs::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_symlink() => path.to_path_buf(),
+        _ => fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+    }
 }
 
 /// Replaces `path` with `bytes`: temp file in the same directory, `fsync`, rename.
@@ -70,8 +76,9 @@ fn replace_with(path: &Path, bytes: &[u8], sync: bool) -> Result<fs::Metadata, W
 }
 
 /// Replaces `path` with `bytes` like [`replace`], but only if `unchanged` accepts the metadata
-/// of the file that is being replaced. Returns `None`, leaving the file as it was, when it does
-/// not. `unchanged` is told whether the file was already moved aside by baton (its ctime then
+/// of the file that is being replaced, both before the temp file is written and when it is
+/// swapped in. Returns `None`, leaving the file as it was, when it does not (or when the file is
+/// gone). `unchanged` is told whether the file was already moved aside by baton (its ctime then
 /// changed with the move, so only the other fields can be compared).
 ///
 /// On Linux the new file is swapped in with `renameat2(RENAME_EXCHANGE)`, which moves the file it
@@ -91,11 +98,18 @@ pub fn replace_if(
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    // A first look before anything is written: a file already changed (or gone) is a conflict
+    // that costs no temp file.
+    let current = match fs::metadata(&target) {
+        Ok(meta) if unchanged(&meta, false) => meta,
+        Ok(_) => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(err(&target)(e)),
+    };
     let mut tmp = tempfile::Builder::new()
         .prefix(&temp_prefix(&target))
         .tempfile_in(&dir)
         .map_err(err(&target))?;
-    let current = fs::metadata(&target).map_err(err(&target))?;
     tmp.as_file()
         .set_permissions(current.permissions())
         .map_err(err(&target))?;

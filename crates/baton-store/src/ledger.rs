@@ -391,7 +391,8 @@ impl<J: Journal> Ledger<J> {
             let epic_key = format!("epic-{n}");
             if let Some(epic_entry) = sprint.get(&epic_key) {
                 let after = StatusValue::Known(req.to);
-                let stories: Vec<StatusValue> = sprint
+                let stories: Vec<StatusValue> = self
+                    .doc
                     .stories_of(n)
                     .map(|s| {
                         if s.key.as_str() == req.key {

@@ -33,15 +33,23 @@ impl FileLock {
             path: path.to_path_buf(),
             source,
         };
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(err)?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .map_err(err)?;
+        let open = || {
+            OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(path)
+        };
+        // The directory exists on every call but the first: try the open before creating it.
+        let file = match open() {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if let Some(dir) = path.parent() {
+                    fs::create_dir_all(dir).map_err(err)?;
+                }
+                open().map_err(err)?
+            }
+            other => other.map_err(err)?,
+        };
         file.lock().map_err(err)?;
         Ok(FileLock { file })
     }

@@ -191,9 +191,9 @@ impl SqliteJournal {
         f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T>,
     ) -> Result<T, JournalError> {
         // The pragma is a no-op inside a transaction, so it brackets the transaction.
-        self.set_synchronous("FULL")?;
+        self.set_synchronous(true)?;
         let result = self.write(f);
-        let restored = self.set_synchronous("NORMAL");
+        let restored = self.set_synchronous(false);
         let value = result?;
         restored?;
         Ok(value)
@@ -212,7 +212,10 @@ impl SqliteJournal {
         })
     }
 
-    fn set_synchronous(&self, level: &str) -> Result<(), JournalError> {
+    /// Sets `synchronous`. Not through a cached statement: SQLite applies this pragma when the
+    /// statement is prepared, so running a cached one again would change nothing.
+    fn set_synchronous(&self, full: bool) -> Result<(), JournalError> {
+        let level = if full { "FULL" } else { "NORMAL" };
         self.conn
             .pragma_update(None, "synchronous", level)
             .map_err(self.err())
@@ -373,7 +376,8 @@ impl Journal for SqliteJournal {
                 ])?;
                 let id = tx.last_insert_rowid();
                 if group.is_none() {
-                    tx.execute("UPDATE events SET grp = ?1 WHERE id = ?1", [id])?;
+                    tx.prepare_cached("UPDATE events SET grp = ?1 WHERE id = ?1")?
+                        .execute([id])?;
                     group = Some(id);
                 }
                 ids.push(id);
@@ -398,9 +402,9 @@ impl Journal for SqliteJournal {
             return Ok(());
         }
         // Durable: a lost abandon could later be mistaken for an applied event.
-        self.set_synchronous("FULL")?;
+        self.set_synchronous(true)?;
         let result = self.settle(ids, EventState::Abandoned);
-        let restored = self.set_synchronous("NORMAL");
+        let restored = self.set_synchronous(false);
         result.and(restored)
     }
 

@@ -2,10 +2,12 @@
 //!
 //! A change replaces one entry's status token (keeping its quote style), its trailing comment's
 //! baton marker and note, and `last_updated`; every other byte stays. The edited text is built in
-//! one pass from sorted splices and the spans of untouched values are shifted, not re-scanned, so
-//! an edit costs the same whether the sprint holds ten stories or ten thousand (bar the copy).
+//! one pass from sorted splices. The entry is found through the model's key index, and the spans
+//! of untouched entries are not rewritten: the growth of each splice is recorded once for the
+//! entries after it (`shift::Shifts`), so an edit costs the same whether the sprint holds ten
+//! stories or ten thousand (bar the copy of the text).
 
-use super::scan::{Slot, ValueSpan};
+use super::scan::{ScannedEntry, Slot, ValueSpan};
 use super::{SprintDoc, entry_of};
 use baton_core::stamp::Stamp;
 use baton_core::status::Status;
@@ -212,7 +214,7 @@ fn rewrite(
     (start..slot.eol, out, new_slot)
 }
 
-fn offset_slot(slot: &mut Slot, f: impl Fn(usize) -> usize) {
+pub(super) fn offset_slot(slot: &mut Slot, f: impl Fn(usize) -> usize) {
     if let Some(v) = &mut slot.value {
         v.range = f(v.range.start)..f(v.range.end);
     }
@@ -235,23 +237,16 @@ impl SprintDoc {
         let path = self.path.display().to_string();
         let mut splices: Vec<Splice> = Vec::with_capacity(changes.len() + 1);
         for ch in changes {
-            let mut hits = self
-                .scan
-                .entries
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.key == ch.key);
-            let Some((idx, _)) = hits.next() else {
+            let Some(idx) = self.sprint.position(&ch.key) else {
                 return Err(EditError::NotFound {
                     key: ch.key.clone(),
                     path,
                 });
             };
-            let extra = hits.count();
-            if extra > 0 {
+            if let Some(&count) = self.dups.get(&ch.key) {
                 return Err(EditError::Duplicate {
                     key: ch.key.clone(),
-                    count: extra + 1,
+                    count,
                     path,
                 });
             }
@@ -263,7 +258,12 @@ impl SprintDoc {
                     key: ch.key.clone(),
                 });
             }
-            let scanned = &self.scan.entries[idx];
+            let Some(scanned) = self.entry_at(idx) else {
+                return Err(EditError::NotFound {
+                    key: ch.key.clone(),
+                    path,
+                });
+            };
             let slot = &scanned.slot;
             if scanned.structured && slot.value.is_none() {
                 return Err(EditError::NoStatusSlot {
@@ -357,7 +357,11 @@ impl SprintDoc {
         }
 
         splices.sort_by_key(|s| s.region.start);
-        let mut out = String::with_capacity(self.text.len() + 256);
+        // Built in the buffer of the text before last (a fresh allocation of a large file's size
+        // costs page faults on every edit).
+        let mut out = std::mem::take(&mut self.spare);
+        out.clear();
+        out.reserve(self.text.len() + 256);
         let mut at = 0;
         for s in &splices {
             out.push_str(&self.text[at..s.region.start]);
@@ -409,21 +413,53 @@ impl SprintDoc {
             offset_slot(&mut f.slot, shift);
             f.line_start = shift(f.line_start);
         }
-        for e in &mut self.scan.entries {
-            offset_slot(&mut e.slot, shift);
+        let len = self.scan.entries.len();
+        if self.ordered {
+            // Each splice moves the entries after it: found by position for an entry's splice,
+            // by bisection (in the old text's offsets) for a field's. Record them all first.
+            let moves: Vec<(usize, isize)> = splices
+                .iter()
+                .map(|s| {
+                    let growth = s.text.len() as isize - s.region.len() as isize;
+                    let from = match s.target {
+                        Target::Entry(idx, _) => idx + 1,
+                        Target::Field(..) => self.entries_from(s.region.end),
+                    };
+                    (from, growth)
+                })
+                .collect();
+            for (from, growth) in moves {
+                self.shifts.add_from(len, from, growth);
+            }
+        } else {
+            // Entries out of file order (not seen in practice): shift every span, exactly.
+            // No growth is ever recorded in `shifts` then, so the spans are kept exact.
+            for e in &mut self.scan.entries {
+                offset_slot(&mut e.slot, shift);
+            }
         }
         self.verify |= changes
             .iter()
             .any(|c| c.note.is_some() || c.reason.is_some());
         self.expected_len = out.len();
-        self.text = out;
+        self.spare = std::mem::replace(&mut self.text, out);
+        self.spare.clear();
         for (s, base) in splices.into_iter().zip(starts) {
             match s.target {
                 Target::Entry(idx, mut slot) => {
                     offset_slot(&mut slot, |o| o + base);
                     slot.insert_at = base - s.lead;
-                    self.scan.entries[idx].slot = slot;
-                    let entry = entry_of(&self.text, &self.scan.entries[idx]);
+                    let delta = self.shifts.at(idx);
+                    let Some(scanned) = self.scan.entries.get_mut(idx) else {
+                        continue;
+                    };
+                    scanned.slot = slot.clone();
+                    offset_slot(&mut scanned.slot, |o| o.wrapping_add_signed(-delta));
+                    let resolved = ScannedEntry {
+                        slot,
+                        ..scanned.clone()
+                    };
+                    let entry = entry_of(&self.text, &resolved);
                     if let Some(m) = self.sprint.entry_mut(idx) {
                         *m = entry;
                     }
@@ -441,6 +477,27 @@ impl SprintDoc {
             }
         }
         Ok(())
+    }
+}
+
+impl SprintDoc {
+    /// The position of the first entry whose spans start at or after byte `offset` of the
+    /// current text (requires `ordered`).
+    fn entries_from(&self, offset: usize) -> usize {
+        let len = self.scan.entries.len();
+        let (mut lo, mut hi) = (0, len);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let at = self.scan.entries.get(mid).map_or(usize::MAX, |e| {
+                e.slot.insert_at.wrapping_add_signed(self.shifts.at(mid))
+            });
+            if at < offset {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 }
 

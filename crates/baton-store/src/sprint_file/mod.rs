@@ -10,18 +10,23 @@
 mod edit;
 pub mod plan;
 pub mod scan;
+mod shift;
+mod yaml;
 
 pub use edit::{Change, EditError, EditOptions, MAX_COMMENT_CHARS, comment_text};
 
 use crate::atomic;
-use baton_core::key::Key;
+use baton_core::key::{EpicId, Key, KeyKind};
 use baton_core::sprint::{Entry, Field, Sprint};
 use baton_core::status::{Status, StatusValue};
 use scan::{Scan, ScannedEntry};
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use yaml::YamlStatuses;
 
 /// Why a sprint file could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -105,7 +110,21 @@ impl DiskVersion {
 pub struct SprintDoc {
     path: PathBuf,
     text: String,
+    /// The scan of the text as loaded; an entry's spans are these plus its growth in `shifts`
+    /// (fields are kept exact).
     scan: Scan,
+    /// Growth of the text before each entry since the scan (see [`shift`]).
+    shifts: shift::Shifts,
+    /// Whether the entries' spans increase in file order, so the entries after a byte offset
+    /// can be found by bisection; when not, an edit shifts every entry's spans instead.
+    ordered: bool,
+    /// Keys that occur more than once, with their number of occurrences (edits refuse them).
+    dups: HashMap<String, usize>,
+    /// Positions of each epic's stories (first occurrences), built on first use: keys never
+    /// change while the document lives.
+    epic_stories: OnceLock<HashMap<EpicId, Vec<usize>>>,
+    /// An empty buffer with the capacity of an earlier text, reused by the next edit.
+    spare: String,
     sprint: Sprint,
     disk: Option<DiskVersion>,
     /// Whether the next write must parse the whole text again first: an edit wrote free text
@@ -152,17 +171,50 @@ impl SprintDoc {
             column,
             message,
         };
-        let yaml = parse_yaml(&text).map_err(|(l, c, m)| syntax(l, c, m))?;
-        let scan = scan::scan(&text).map_err(|e| syntax(e.line, None, e.message))?;
-        if let Some((l, m)) = cross_check(&scan, &yaml).into_iter().next() {
+        // A large file's YAML parse (most of a load) runs on a second thread while this one
+        // scans the lines and builds the model; a small file's is not worth a thread.
+        let (yaml, scanned) = if text.len() >= PARALLEL_PARSE_FROM {
+            std::thread::scope(|s| {
+                let worker = std::thread::Builder::new()
+                    .name("sprint-yaml".into())
+                    .spawn_scoped(s, || parse_yaml(&text));
+                let scanned = scan_and_model(&text);
+                let yaml = match worker {
+                    Ok(handle) => handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    Err(_) => parse_yaml(&text),
+                };
+                (yaml, scanned)
+            })
+        } else {
+            let yaml = parse_yaml(&text).map_err(|(l, c, m)| syntax(l, c, m))?;
+            (Ok(yaml), scan_and_model(&text))
+        };
+        let yaml = yaml.map_err(|(l, c, m)| syntax(l, c, m))?;
+        let Scanned {
+            scan,
+            firsts,
+            dups,
+            sprint,
+        } = scanned.map_err(|e| syntax(e.line, None, e.message))?;
+        if let Some((l, m)) = cross_check(&scan, &firsts, &yaml).into_iter().next() {
             return Err(syntax(l, None, m));
         }
-        let sprint = model(&text, &scan);
         let text_len = text.len();
+        let ordered = scan
+            .entries
+            .windows(2)
+            .all(|w| w[0].slot.eol < w[1].slot.insert_at);
         Ok(SprintDoc {
             path: path.to_path_buf(),
             text,
             scan,
+            shifts: shift::Shifts::default(),
+            ordered,
+            dups,
+            epic_stories: OnceLock::new(),
+            spare: String::new(),
             sprint,
             disk: None,
             verify: false,
@@ -185,6 +237,59 @@ impl SprintDoc {
         &self.sprint
     }
 
+    /// The stories of epic `n` in file order (first occurrence of each key), like
+    /// [`Sprint::stories_of`] but from an index built once per document, so a step's epic
+    /// follow-up costs the size of the epic, not of the sprint.
+    pub fn stories_of(&self, n: impl Into<EpicId>) -> impl Iterator<Item = &Entry> {
+        let index = self.epic_stories.get_or_init(|| {
+            // Stories are grouped by epic in practice: collect runs, then merge them by epic.
+            let mut runs: Vec<(EpicId, Vec<usize>)> = Vec::new();
+            for (i, e) in self.sprint.entries.iter().enumerate() {
+                let KeyKind::Story { epic, .. } = e.key.kind() else {
+                    continue;
+                };
+                // Only a duplicated key can be a later occurrence.
+                if self.dups.contains_key(e.key.as_str())
+                    && self.sprint.position(e.key.as_str()) != Some(i)
+                {
+                    continue;
+                }
+                match runs.last_mut() {
+                    Some((last, run)) if *last == epic => run.push(i),
+                    _ => runs.push((epic, vec![i])),
+                }
+            }
+            let mut index: HashMap<EpicId, Vec<usize>> = HashMap::with_capacity(runs.len());
+            for (epic, run) in runs {
+                index.entry(epic).or_default().extend(run);
+            }
+            index
+        });
+        index
+            .get(&n.into())
+            .into_iter()
+            .flatten()
+            .filter_map(|&i| self.sprint.entries.get(i))
+    }
+
+    /// The scanned entry at `pos` with its spans where they are in the current text.
+    pub(crate) fn entry_at(&self, pos: usize) -> Option<ScannedEntry> {
+        let mut e = self.scan.entries.get(pos)?.clone();
+        let delta = self.shifts.at(pos);
+        if delta != 0 {
+            edit::offset_slot(&mut e.slot, |o| o.wrapping_add_signed(delta));
+        }
+        Some(e)
+    }
+
+    /// Every scanned entry with its spans where they are in the current text.
+    #[cfg(test)]
+    pub(crate) fn resolved_entries(&self) -> Vec<ScannedEntry> {
+        (0..self.scan.entries.len())
+            .filter_map(|i| self.entry_at(i))
+            .collect()
+    }
+
     /// Whether the file on disk is no longer the version this document was read from or wrote.
     pub fn changed_on_disk(&self) -> bool {
         let now = fs::metadata(&self.path).ok().map(|m| DiskVersion::of(&m));
@@ -193,16 +298,16 @@ impl SprintDoc {
 
     /// Writes the current text atomically, unless the file changed on disk since it was read.
     ///
-    /// The text is parsed again first (the write never leaves a file that does not load, or
-    /// loads differently), and the file's identity is compared both before the temp file is
-    /// written and again right before the rename.
+    /// When an edit wrote free text (a note, a reason), the text is parsed again first (the
+    /// write never leaves a file that does not load, or loads differently); a status-only edit
+    /// writes canonical tokens into spans the scanner placed and is not parsed again. The file's
+    /// identity is compared both before the temp file is written and when it is swapped in.
     pub fn persist(&mut self) -> Result<(), PersistError> {
         let conflict = || PersistError::Conflict {
             path: self.path.clone(),
         };
-        if self.changed_on_disk() {
-            return Err(conflict());
-        }
+        // `replace_if` looks at the file's identity before it writes anything, and again when
+        // it swaps the new text in.
         let check = self.verify || self.text.len() != self.expected_len;
         match check.then(|| SprintDoc::parse(&self.path, self.text.clone())) {
             None => {}
@@ -263,6 +368,30 @@ impl SprintDoc {
     }
 }
 
+/// From this size on, [`SprintDoc::parse`] runs the YAML parse on a second thread.
+const PARALLEL_PARSE_FROM: usize = 32 * 1024;
+
+/// What the line scan yields for a load: the scan, the position of the first occurrence of
+/// every key, the duplicated keys and the model.
+struct Scanned {
+    scan: Scan,
+    firsts: Vec<usize>,
+    dups: HashMap<String, usize>,
+    sprint: Sprint,
+}
+
+fn scan_and_model(text: &str) -> Result<Scanned, scan::ScanError> {
+    let scan = scan::scan(text)?;
+    let (firsts, dups) = firsts(&scan);
+    let sprint = model(text, &scan);
+    Ok(Scanned {
+        scan,
+        firsts,
+        dups,
+        sprint,
+    })
+}
+
 /// Whether two models read the same: fields and entries (with their lines) alike.
 fn same_model(a: &Sprint, b: &Sprint) -> bool {
     a.fields == b.fields
@@ -272,14 +401,11 @@ fn same_model(a: &Sprint, b: &Sprint) -> bool {
 
 /// Parses the whole text as YAML; returns the `development_status` mapping (key → status text,
 /// `None` for a value without a status) in file order, first occurrence of each key.
-type YamlStatuses = Vec<(String, Option<String>)>;
-
 fn parse_yaml(text: &str) -> Result<Option<YamlStatuses>, (usize, Option<usize>, String)> {
-    use serde_json::Value;
     let options = serde_saphyr::options! {
         duplicate_keys: serde_saphyr::DuplicateKeyPolicy::FirstWins,
     };
-    let value: Value = match serde_saphyr::from_str_with_options(text, options) {
+    let root = match yaml::parse(text, options) {
         Ok(v) => v,
         Err(e) => {
             let (line, col) = e
@@ -289,48 +415,21 @@ fn parse_yaml(text: &str) -> Result<Option<YamlStatuses>, (usize, Option<usize>,
             return Err((line.max(1), col, yaml_message(&e.to_string())));
         }
     };
-    let root = match value {
-        Value::Null => return Ok(None),
-        Value::Object(map) => map,
-        _ => {
-            return Err((
-                1,
-                None,
-                "the sprint file must be a mapping of `key: value` lines".into(),
-            ));
-        }
-    };
-    let Some(dev) = root.get("development_status") else {
-        return Ok(None);
-    };
-    let map = match dev {
-        Value::Null => return Ok(Some(Vec::new())),
-        Value::Object(m) => m,
-        _ => {
-            return Err((
-                1,
-                None,
-                "`development_status` must be a mapping of `key: status`".into(),
-            ));
-        }
-    };
-    let scalar = |v: &Value| match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    };
-    Ok(Some(
-        map.iter()
-            .map(|(k, v)| {
-                let status = match v {
-                    Value::Object(inner) => inner.get("status").and_then(scalar),
-                    other => scalar(other),
-                };
-                (k.clone(), status)
-            })
-            .collect(),
-    ))
+    match root {
+        yaml::Root::Null | yaml::Root::Map(None) => Ok(None),
+        yaml::Root::NotMapping => Err((
+            1,
+            None,
+            "the sprint file must be a mapping of `key: value` lines".into(),
+        )),
+        yaml::Root::Map(Some(yaml::Dev::Null)) => Ok(Some(Vec::new())),
+        yaml::Root::Map(Some(yaml::Dev::NotMapping)) => Err((
+            1,
+            None,
+            "`development_status` must be a mapping of `key: status`".into(),
+        )),
+        yaml::Root::Map(Some(yaml::Dev::Entries(entries))) => Ok(Some(entries)),
+    }
 }
 
 /// The YAML library's message without its own `error: line N column M:` prefix (the caller
@@ -408,7 +507,7 @@ pub fn diagnose(path: &Path, text: &str) -> Vec<LoadError> {
         }
         Ok(yaml) if out.is_empty() => {
             out.extend(
-                cross_check(&scan, &yaml)
+                cross_check(&scan, &firsts(&scan).0, &yaml)
                     .into_iter()
                     .map(|(l, m)| syntax(l, None, m)),
             );
@@ -422,16 +521,40 @@ pub fn diagnose(path: &Path, text: &str) -> Vec<LoadError> {
     out
 }
 
-fn cross_check(scan: &Scan, yaml: &Option<YamlStatuses>) -> Vec<(usize, String)> {
+/// The position of the first occurrence of every key, in file order, and the keys that occur
+/// more than once with their number of occurrences.
+fn firsts(scan: &Scan) -> (Vec<usize>, HashMap<String, usize>) {
+    let mut seen = std::collections::HashSet::with_capacity(scan.entries.len());
+    let mut dups: HashMap<String, usize> = HashMap::new();
+    let mut firsts = Vec::with_capacity(scan.entries.len());
+    for (i, e) in scan.entries.iter().enumerate() {
+        if seen.insert(e.key.as_str()) {
+            firsts.push(i);
+        } else {
+            *dups.entry(e.key.clone()).or_insert(1) += 1;
+        }
+    }
+    (firsts, dups)
+}
+
+fn cross_check(scan: &Scan, firsts: &[usize], yaml: &Option<YamlStatuses>) -> Vec<(usize, String)> {
     let Some(yaml) = yaml else {
         return Vec::new();
     };
-    let mut seen = std::collections::HashSet::with_capacity(scan.entries.len());
-    let firsts: Vec<&ScannedEntry> = scan
-        .entries
-        .iter()
-        .filter(|e| seen.insert(e.key.as_str()))
-        .collect();
+    let out = check_entries(scan, firsts, yaml);
+    if out.is_empty() {
+        // The keys matched the scan's, which are distinct as text: so are YAML's.
+        return out;
+    }
+    // Keys distinct to YAML but equal as text (`11` and `'11'`) are compared as one, as a map
+    // keyed by text reads them.
+    match yaml::merge_text_duplicates(yaml) {
+        Some(merged) => check_entries(scan, firsts, &merged),
+        None => out,
+    }
+}
+
+fn check_entries(scan: &Scan, firsts: &[usize], yaml: &YamlStatuses) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     if firsts.len() != yaml.len() {
         let line = scan.dev_line.unwrap_or(1);
@@ -445,7 +568,8 @@ fn cross_check(scan: &Scan, yaml: &Option<YamlStatuses>) -> Vec<(usize, String)>
         ));
         return out;
     }
-    for (e, (key, status)) in firsts.iter().zip(yaml) {
+    let firsts = firsts.iter().filter_map(|&i| scan.entries.get(i));
+    for (e, (key, status)) in firsts.zip(yaml) {
         let mine = e.slot.value.as_ref().map(|v| v.text.as_str());
         if e.key != *key || mine != status.as_deref() {
             out.push((

@@ -711,7 +711,7 @@ fn assert_consistent(doc: &SprintDoc) -> Result<SprintDoc, TestCaseError> {
     })?;
     prop_assert_eq!(
         &fresh.scan.entries,
-        &doc.scan.entries,
+        &doc.resolved_entries(),
         "entry spans (fresh parse, then in memory) of\n{}",
         doc.text()
     );
@@ -1460,7 +1460,7 @@ fn filling_an_empty_entry_keeps_the_spans_right() {
     let text =
         "last_updated: 01-02-2026 10:00\ndevelopment_status:\n  epic-1:\n  epic-2: backlog\n";
     let (mut d, fresh) = edit(text, to("epic-1", Status::Backlog), EditOptions::default());
-    assert_eq!(fresh.unwrap().scan.entries, d.scan.entries);
+    assert_eq!(fresh.unwrap().scan.entries, d.resolved_entries());
     d.apply(
         &[to("epic-1", Status::InProgress)],
         now(),

@@ -40,7 +40,7 @@ fn one_edit_changes_only_that_value_and_last_updated() {
     );
     // The in-memory spans still match a fresh parse of the new text.
     let fresh = doc(d.text());
-    assert_eq!(fresh.scan.entries, d.scan.entries);
+    assert_eq!(fresh.scan.entries, d.resolved_entries());
     assert_eq!(fresh.scan.fields, d.scan.fields);
 }
 
@@ -62,7 +62,7 @@ fn struct_values_quotes_and_comments_survive_edits() {
     );
     assert!(d.text().contains("  1-1-login: in-progress # next up\n"));
     let fresh = doc(d.text());
-    assert_eq!(fresh.scan.entries, d.scan.entries);
+    assert_eq!(fresh.scan.entries, d.resolved_entries());
 }
 
 #[test]
@@ -232,4 +232,111 @@ fn persist_refuses_when_the_file_changed_underneath() {
     let back = std::fs::read_to_string(&p).unwrap();
     assert!(back.contains("edited") && back.contains("1-2-x: in-progress"));
     assert!(!d.changed_on_disk());
+}
+
+#[test]
+fn the_epic_index_lists_what_the_model_lists() {
+    let text = format!("{HAND}  2-2-w: backlog\n  1-4-late: done\n  2-1-z: review\n");
+    let d = doc(&text);
+    for n in [1u32, 2, 3] {
+        let indexed: Vec<&str> = d.stories_of(n).map(|e| e.key.as_str()).collect();
+        let walked: Vec<&str> = d.sprint().stories_of(n).map(|e| e.key.as_str()).collect();
+        assert_eq!(indexed, walked, "epic {n}");
+    }
+    assert_eq!(d.stories_of(1u32).count(), 5);
+}
+
+#[test]
+fn many_edits_in_a_row_keep_every_span_exact() {
+    // `last_updated` grows on the first edit: the entries after it move too.
+    let mut text = String::from("last_updated: 2026-01-02\ndevelopment_status:\n");
+    for e in 1..=4 {
+        text.push_str(&format!("  epic-{e}: backlog\n"));
+        for s in 1..=6 {
+            text.push_str(&format!("  {e}-{s}-s: ready-for-dev # keep {s}\n"));
+        }
+    }
+    text.push_str("trailing_field: x\n");
+    let mut d = doc(&text);
+    let statuses = [Status::InProgress, Status::Review, Status::InProgress];
+    for (round, to) in statuses.into_iter().enumerate() {
+        for e in (1..=4).rev() {
+            for s in [6, 1, 3] {
+                let note = (s == 3).then(|| "x".repeat(round * 7 + e));
+                let c = Change {
+                    key: format!("{e}-{s}-s"),
+                    to,
+                    reason: None,
+                    note,
+                };
+                d.apply(&[c], now(), EditOptions::default()).unwrap();
+                let fresh = doc(d.text());
+                assert_eq!(fresh.scan.entries, d.resolved_entries());
+                assert_eq!(fresh.scan.fields, d.scan.fields);
+                assert_eq!(fresh.sprint().entries, d.sprint().entries);
+            }
+        }
+    }
+}
+
+/// A file large enough for the YAML parse to run beside the line scan.
+fn large(extra: &str) -> String {
+    let mut text = String::from("last_updated: 2026-01-02\ndevelopment_status:\n");
+    for e in 1..=30 {
+        text.push_str(&format!("  epic-{e}: backlog\n"));
+        for s in 1..=40 {
+            text.push_str(&format!("  {e}-{s}-a-story-with-a-long-name: backlog\n"));
+        }
+    }
+    text.push_str(extra);
+    assert!(text.len() > super::PARALLEL_PARSE_FROM);
+    text
+}
+
+#[test]
+fn a_large_file_reports_the_same_problems_as_a_small_one() {
+    let d = doc(&large(""));
+    assert_eq!(d.sprint().entries.len(), 30 * 41);
+    assert_eq!(d.stories_of(30u32).count(), 40);
+
+    let path = Path::new("sprint-status.yaml");
+    // A YAML error wins over the scanner's, as for a small file.
+    let err = SprintDoc::parse(path, large("  30-41-x: [unclosed\n")).unwrap_err();
+    let lines = large("").lines().count();
+    assert!(
+        matches!(&err, LoadError::Syntax { line, .. } if *line > lines),
+        "{err}"
+    );
+    // An entry YAML reads differently (an anchor) is refused with its line.
+    let err = SprintDoc::parse(path, large("  30-41-x: &a backlog\n")).unwrap_err();
+    assert!(
+        matches!(&err, LoadError::Syntax { line, .. } if *line == lines + 1),
+        "{err}"
+    );
+}
+
+#[test]
+fn keys_equal_as_text_are_compared_as_one() {
+    // `11` and `'11'` are two keys to YAML and one to the scanner (and to BMad's tools, which
+    // read keys as text): compared as one, the file loads and the key cannot be edited.
+    let mut d = doc("development_status:\n  11: done\n  '11': done\n  epic-1: backlog\n");
+    assert_eq!(d.sprint().entries.len(), 3);
+    let err = d
+        .apply(
+            &[change("11", Status::Backlog)],
+            now(),
+            EditOptions::default(),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(err, EditError::Duplicate { count: 2, .. }),
+        "{err}"
+    );
+    // Read differently (last value wins for the text key), it is refused with its line.
+    let err = SprintDoc::parse(
+        Path::new("s.yaml"),
+        "development_status:\n  11: done\n  '11': review\n".into(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, LoadError::Syntax { line: 2, .. }), "{err}");
 }
