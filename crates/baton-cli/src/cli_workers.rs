@@ -11,16 +11,19 @@
 //! api_key_env = "ANTHROPIC_API_KEY"     # the variable baton passes the key from (the name only)
 //! max_retries = 2                       # the CLI's retries of a failed model call
 //! stall_timeout_secs = 300              # no event for this long ends the run
+//! project_config = "allow"              # run even when the repository holds the CLI's own
+//!                                       # configuration no flag turns off (pi's `.pi/settings.json`)
 //! ```
 //!
 //! Trust: a CLI runs whatever commands its model asks for, with far fewer checks than baton's
 //! own loop, so an untrusted `baton.toml` may not move any agent onto a CLI (`[agents.roles]`
 //! and `[agents] model` values naming one are ignored) nor point a CLI anywhere
-//! (`program`, `base_url`, `api`, `api_key_env` are ignored); it may only lower
-//! `max_retries` and `stall_timeout_secs`.
+//! (`program`, `base_url`, `api`, `api_key_env` are ignored), nor let a CLI load the
+//! repository's own configuration for it (`project_config = "allow"` is ignored); it may only
+//! lower `max_retries` and `stall_timeout_secs`.
 
 use crate::config::{Config, ConfigError, RawConfig};
-use baton_agent::worker::cli::{Backend, Cli, CliConfig, CliSettings, Secret};
+use baton_agent::worker::cli::{Backend, Cli, CliConfig, CliSettings, ProjectConfig, Secret};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -76,6 +79,9 @@ pub struct RawCliSettings {
     pub max_retries: Option<u32>,
     /// Seconds without an event before the run is stopped.
     pub stall_timeout_secs: Option<u64>,
+    /// `refuse` (default) or `allow`: whether the CLI may run in a workspace holding the
+    /// repository's own configuration for it that no flag turns off.
+    pub project_config: Option<String>,
 }
 
 const PI_APIS: [&str; 3] = [
@@ -83,6 +89,15 @@ const PI_APIS: [&str; 3] = [
     "openai-completions",
     "openai-responses",
 ];
+
+/// `project_config`'s value.
+fn parse_project_config(v: &str) -> Option<ProjectConfig> {
+    match v {
+        "refuse" => Some(ProjectConfig::Refuse),
+        "allow" => Some(ProjectConfig::Allow),
+        _ => None,
+    }
+}
 
 /// Checks the values: model strings of roles, pi's wire, ranges.
 pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigError> {
@@ -121,6 +136,15 @@ pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigEr
                 &section,
                 "api",
                 format!("must be one of {}, not `{api}`", PI_APIS.join(", ")),
+            ));
+        }
+        if let Some(v) = &s.project_config
+            && parse_project_config(v).is_none()
+        {
+            return Err(fail(
+                &section,
+                "project_config",
+                format!("must be `refuse` or `allow`, not `{v}`"),
             ));
         }
         if s.api.is_some() && cli != Cli::Pi {
@@ -189,6 +213,12 @@ pub fn narrow(raw: &mut RawConfig, ignored: &mut Vec<String>) {
                 fields.join(", ")
             ));
         }
+        if s.project_config.as_deref() == Some("allow") {
+            s.project_config = None;
+            ignored.push(format!(
+                "[cli.{cli}] project_config = \"allow\": only a trusted project may let {cli} load the repository's own configuration for it"
+            ));
+        }
     }
     let roles: Vec<String> = raw
         .agents
@@ -245,6 +275,11 @@ pub fn resolve(root: &Path, raw: &RawCli) -> BTreeMap<Cli, CliSettings> {
                     .stall_timeout_secs
                     .map_or(defaults.stall_timeout, Duration::from_secs),
                 grace: defaults.grace,
+                project_config: s
+                    .project_config
+                    .as_deref()
+                    .and_then(parse_project_config)
+                    .unwrap_or(defaults.project_config),
             },
         );
     }
@@ -342,6 +377,47 @@ mod tests {
         assert!(validate(Path::new("baton.toml"), text, &load(text)).is_err());
         let text = "[cli.gemini]\nprogram = \"x\"\n";
         assert!(crate::config::parse(Path::new("baton.toml"), text).is_err());
+    }
+
+    #[test]
+    fn only_a_trusted_project_lets_a_cli_load_the_repository_configuration() {
+        let text = "[cli.pi]\nproject_config = \"allow\"\nmax_retries = 1\n";
+        // Trusted: applied as written.
+        let trusted = load(text);
+        assert_eq!(
+            resolve(Path::new("/p"), &trusted.cli)[&Cli::Pi].project_config,
+            ProjectConfig::Allow
+        );
+        // Untrusted: dropped and reported; the other settings stay.
+        let mut raw = load(text);
+        let mut ignored = Vec::new();
+        narrow(&mut raw, &mut ignored);
+        assert_eq!(ignored.len(), 1, "{ignored:?}");
+        assert!(
+            ignored[0].starts_with("[cli.pi] project_config = \"allow\""),
+            "{ignored:?}"
+        );
+        let s = &resolve(Path::new("/p"), &raw.cli)[&Cli::Pi];
+        assert_eq!(s.project_config, ProjectConfig::Refuse);
+        assert_eq!(s.max_retries, 1);
+        // Refusing is always allowed, and is the default.
+        let mut raw = load("[cli.pi]\nproject_config = \"refuse\"\n");
+        let mut ignored = Vec::new();
+        narrow(&mut raw, &mut ignored);
+        assert!(ignored.is_empty(), "{ignored:?}");
+        assert_eq!(
+            resolve(Path::new("/p"), &RawCli::default())[&Cli::Pi].project_config,
+            ProjectConfig::Refuse
+        );
+    }
+
+    #[test]
+    fn an_unknown_project_config_value_is_refused_with_its_line() {
+        let text = "[cli.pi]\nmax_retries = 1\nproject_config = \"yes\"\n";
+        let err = validate(Path::new("baton.toml"), text, &load(text)).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("baton.toml:3"), "{msg}");
+        assert!(msg.contains("must be `refuse` or `allow`"), "{msg}");
     }
 
     #[test]

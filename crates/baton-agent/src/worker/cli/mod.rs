@@ -17,6 +17,7 @@
 pub mod claude;
 pub mod codex;
 pub mod pi;
+pub mod project;
 pub mod stream;
 
 use super::{BoxFuture, Job, Worker};
@@ -35,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+pub use project::ProjectConfig;
 use stream::{Activity, Note, StreamParser, Tally};
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
@@ -211,6 +213,9 @@ pub struct CliSettings {
     pub stall_timeout: Duration,
     /// Between SIGTERM and SIGKILL.
     pub grace: Duration,
+    /// The repository's own configuration for the CLI that no flag switches off (pi's
+    /// `.pi/settings.json`, `.pi/SYSTEM.md`): refused unless the user allows it.
+    pub project_config: ProjectConfig,
 }
 
 impl Default for CliSettings {
@@ -224,6 +229,7 @@ impl Default for CliSettings {
             max_retries: 2,
             stall_timeout: Duration::from_secs(300),
             grace: Duration::from_secs(5),
+            project_config: ProjectConfig::Refuse,
         }
     }
 }
@@ -544,6 +550,12 @@ impl CliWorker {
         transcript: &mut Transcript,
     ) -> Result<(), (Status, String)> {
         let fail = |why: String| (Status::Failed, why);
+        if self.settings.project_config == ProjectConfig::Refuse {
+            let found = project::present(self.backend.cli, self.workspace.root());
+            if !found.is_empty() {
+                return Err(fail(project::refusal(self.backend.cli, &found)));
+            }
+        }
         let home = self.home(&def.name).map_err(|e| {
             fail(format!(
                 "cannot create the CLI's home under `{}`: {e}",
