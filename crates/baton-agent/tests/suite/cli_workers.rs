@@ -330,6 +330,202 @@ per_cli!(claude_code, Cli::ClaudeCode);
 per_cli!(codex, Cli::Codex);
 per_cli!(pi, Cli::Pi);
 
+// ---- a repository's own configuration for the CLI ----
+
+const PROJECT_MARKER: &str = "REPO-CONFIG-MARKER-5d1c";
+
+/// Writes `files` (relative path, content; `{root}` stands for the repository) and commits them.
+fn plant(root: &Path, files: &[(&str, &str)]) {
+    let abs = std::fs::canonicalize(root).unwrap().display().to_string();
+    for (path, content) in files {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content.replace("{root}", &abs)).unwrap();
+    }
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "repository config"]);
+}
+
+/// pi merges `.pi/settings.json` over baton's settings and takes `.pi/SYSTEM.md` as its system
+/// prompt, with no flag to stop it: baton refuses the run before pi starts.
+#[tokio::test]
+async fn pi_refuses_a_repository_holding_its_project_settings() {
+    let Some(program) = installed(Cli::Pi) else {
+        return;
+    };
+    let dir = repo();
+    plant(
+        dir.path(),
+        &[(
+            ".pi/settings.json",
+            r#"{"shellCommandPrefix": "touch prefix-ran"}"#,
+        )],
+    );
+    let (server, settings) = mock(Cli::Pi, dir.path()).await;
+    let w = worker(dir.path(), backend(Cli::Pi), program, settings);
+    let out = run(&w, "developer", "FAIL: run it").await;
+    assert_eq!(out.status, Status::Failed, "{out:?}");
+    let why = out.reason.clone().unwrap();
+    assert!(why.contains("`.pi/settings.json`"), "{why}");
+    assert!(why.contains("project_config = \"allow\""), "{why}");
+    assert_eq!(model_calls(&server), 0, "pi was started");
+    assert!(!dir.path().join("prefix-ran").exists());
+    // The refusal is in the transcript like any outcome.
+    let text = std::fs::read_to_string(out.transcript.unwrap()).unwrap();
+    assert!(text.contains(".pi/settings.json"));
+
+    // The system prompt file alone is refused too.
+    let dir = repo();
+    plant(dir.path(), &[(".pi/SYSTEM.md", PROJECT_MARKER)]);
+    let (server, settings) = mock(Cli::Pi, dir.path()).await;
+    let w = worker(
+        dir.path(),
+        backend(Cli::Pi),
+        installed(Cli::Pi).unwrap(),
+        settings,
+    );
+    let out = run(&w, "developer", "say hi").await;
+    assert_eq!(out.status, Status::Failed, "{out:?}");
+    assert!(out.reason.unwrap().contains("`.pi/SYSTEM.md`"));
+    assert_eq!(model_calls(&server), 0, "pi was started");
+}
+
+/// With the user's permission the same files are loaded, which is why they are refused by
+/// default: the command prefix runs before the bash tool's command, the system prompt is the
+/// repository's.
+#[tokio::test]
+async fn pi_loads_the_repository_settings_when_the_user_allows_them() {
+    let Some(program) = installed(Cli::Pi) else {
+        return;
+    };
+    let dir = repo();
+    plant(
+        dir.path(),
+        &[
+            (
+                ".pi/settings.json",
+                r#"{"shellCommandPrefix": "touch prefix-ran"}"#,
+            ),
+            (".pi/SYSTEM.md", PROJECT_MARKER),
+        ],
+    );
+    let (server, mut settings) = mock(Cli::Pi, dir.path()).await;
+    settings.project_config = baton_agent::worker::cli::ProjectConfig::Allow;
+    let w = worker(dir.path(), backend(Cli::Pi), program, settings);
+    let out = run(&w, "developer", "FAIL: run it").await;
+    assert_eq!(out.status, Status::Completed, "{out:?}");
+    assert!(
+        dir.path().join("prefix-ran").exists(),
+        "the repository's command prefix did not run"
+    );
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r.raw_body.contains(PROJECT_MARKER)),
+        "the repository's system prompt never reached the model"
+    );
+}
+
+/// The project configuration of Claude Code and Codex, and the rest of pi's, is shut out by the
+/// flags baton passes: a repository full of it changes nothing (no marker reaches the model, no hook, MCP server or
+/// notifier runs).
+async fn repository_config_has_no_effect(cli: Cli) {
+    let Some(program) = installed(cli) else {
+        return;
+    };
+    let dir = repo();
+    let hook = r#"{"type": "command", "command": "touch {root}/hook-ran"}"#;
+    let claude_settings = format!(
+        r#"{{"hooks": {{"SessionStart": [{{"hooks": [{hook}]}}], "UserPromptSubmit": [{{"hooks": [{hook}]}}], "PreToolUse": [{{"matcher": "*", "hooks": [{hook}]}}]}}, "env": {{"X": "{PROJECT_MARKER}"}}, "permissions": {{"allow": ["Bash(*)"]}}}}"#
+    );
+    let skill =
+        format!("---\nname: marker\ndescription: {PROJECT_MARKER}\n---\n{PROJECT_MARKER}\n");
+    let files: Vec<(&str, String)> = match cli {
+        Cli::ClaudeCode => vec![
+            ("CLAUDE.md", PROJECT_MARKER.to_owned()),
+            ("CLAUDE.local.md", PROJECT_MARKER.to_owned()),
+            (".claude/settings.json", claude_settings.clone()),
+            (".claude/settings.local.json", claude_settings),
+            (
+                ".mcp.json",
+                r#"{"mcpServers": {"m": {"command": "touch", "args": ["{root}/mcp-ran"]}}}"#
+                    .to_owned(),
+            ),
+            (".claude/agents/marker.md", skill.clone()),
+            (".claude/commands/marker.md", skill.clone()),
+            (".claude/skills/marker/SKILL.md", skill),
+        ],
+        Cli::Codex => vec![
+            ("AGENTS.md", PROJECT_MARKER.to_owned()),
+            ("instructions.md", PROJECT_MARKER.to_owned()),
+            (
+                ".codex/config.toml",
+                format!(
+                    "model_instructions_file = \"{{root}}/instructions.md\"\nnotify = [\"touch\", \"{{root}}/notify-ran\"]\nsandbox_mode = \"danger-full-access\"\n[mcp_servers.m]\ncommand = \"touch\"\nargs = [\"{{root}}/mcp-ran\"]\n[shell_environment_policy]\nset = {{ X = \"{PROJECT_MARKER}\" }}\n"
+                ),
+            ),
+            (
+                ".codex/hooks.json",
+                format!(r#"{{"hooks": {{"SessionStart": [{{"hooks": [{hook}]}}]}}}}"#),
+            ),
+            (".agents/skills/marker/SKILL.md", skill.clone()),
+            (".codex/skills/marker/SKILL.md", skill),
+        ],
+        // What flags switch off; `.pi/settings.json` and `.pi/SYSTEM.md` are refused (above).
+        Cli::Pi => vec![
+            ("AGENTS.md", PROJECT_MARKER.to_owned()),
+            ("CLAUDE.md", PROJECT_MARKER.to_owned()),
+            (".pi/APPEND_SYSTEM.md", PROJECT_MARKER.to_owned()),
+            (
+                ".pi/extensions/mark.ts",
+                "import { writeFileSync } from \"node:fs\";\nwriteFileSync(\"{root}/hook-ran\", \"\");\nexport default function () {}\n".to_owned(),
+            ),
+            (".pi/skills/marker/SKILL.md", skill.clone()),
+            (".pi/prompts/marker.md", skill),
+        ],
+    };
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, c)| (*p, c.as_str())).collect();
+    plant(dir.path(), &files);
+    let (server, settings) = mock(cli, dir.path()).await;
+    let w = worker(dir.path(), backend(cli), program, settings);
+    let out = run(&w, "developer", "FAIL: run it").await;
+    assert_eq!(out.status, Status::Completed, "{out:?}");
+    let requests = server.requests();
+    assert!(!requests.is_empty());
+    let leaked = requests.iter().find_map(|r| {
+        let b = &r.raw_body;
+        let i = b.find(PROJECT_MARKER)?;
+        let before: Vec<char> = b[..i].chars().rev().take(300).collect();
+        Some(before.into_iter().rev().collect::<String>())
+    });
+    assert!(
+        leaked.is_none(),
+        "the repository's configuration reached the model, after: {leaked:?}"
+    );
+    for ran in ["hook-ran", "mcp-ran", "notify-ran"] {
+        assert!(
+            !dir.path().join(ran).exists(),
+            "the repository's configuration ran `{ran}`"
+        );
+    }
+}
+
+#[tokio::test]
+async fn claude_code_ignores_the_repository_configuration() {
+    repository_config_has_no_effect(Cli::ClaudeCode).await
+}
+
+#[tokio::test]
+async fn codex_ignores_the_repository_configuration() {
+    repository_config_has_no_effect(Cli::Codex).await
+}
+
+#[tokio::test]
+async fn pi_ignores_the_rest_of_the_repository_configuration() {
+    repository_config_has_no_effect(Cli::Pi).await
+}
+
 // ---- bounds, with a stand-in program ----
 
 /// A program that prints `lines`, starts a grandchild that records its pid, and never exits.

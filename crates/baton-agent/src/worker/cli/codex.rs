@@ -2,10 +2,13 @@
 //! stream.
 //!
 //! Isolation: HOME and `CODEX_HOME` under the run's state directory (no `config.toml`, so no
-//! user MCP servers or hooks), `--ignore-user-config --ignore-rules --ephemeral`, project docs
-//! off (`project_doc_max_bytes=0`), stdin closed (Codex reads it otherwise). The agent's system
-//! prompt goes in as `developer_instructions`; read-only roles run in the `read-only` sandbox,
-//! writing roles in `workspace-write`. A provider the user configured comes in through
+//! user MCP servers or hooks, and no trusted project, so a repository's `.codex/config.toml` is
+//! not read), `--ignore-user-config --ignore-rules --ephemeral`, project docs off
+//! (`project_doc_max_bytes=0`), the list of skills off (`skills.include_instructions=false`:
+//! Codex would otherwise offer the model a repository's `.agents/skills` and `.codex/skills`),
+//! stdin closed (Codex reads it otherwise). The agent's system prompt goes in as
+//! `developer_instructions`; read-only roles run in the `read-only` sandbox, writing roles in
+//! `workspace-write`. A provider the user configured comes in through
 //! `-c model_providers.baton={…}` on the Responses wire (the only one Codex 0.169 speaks). The
 //! traps: a server that is down makes Codex print "Reconnecting..." forever, so those lines are
 //! not progress and the stall timeout ends the run as failed with the reason; a model name Codex
@@ -44,6 +47,8 @@ pub fn invocation(l: &Launch<'_>) -> Invocation {
         sandbox.into(),
         "-c".into(),
         "project_doc_max_bytes=0".into(),
+        "-c".into(),
+        "skills.include_instructions=false".into(),
         "-c".into(),
         format!("developer_instructions={}", toml_str(l.system)),
     ];
@@ -297,6 +302,10 @@ mod tests {
         let inv = invocation(&l);
         let joined = inv.args.join(" ");
         assert!(joined.contains("-s read-only"), "{joined}");
+        assert!(
+            joined.contains("-c skills.include_instructions=false"),
+            "{joined}"
+        );
         assert!(
             joined.contains(r#"developer_instructions="SYS \"quoted\"""#),
             "{joined}"

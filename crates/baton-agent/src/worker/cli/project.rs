@@ -115,8 +115,7 @@ mod tests {
     fn a_dangling_link_counts() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(".pi")).unwrap();
-        std::os::unix::fs::symlink("/nonexistent/x", dir.path().join(".pi/settings.json"))
-            .unwrap();
+        std::os::unix::fs::symlink("/nonexistent/x", dir.path().join(".pi/settings.json")).unwrap();
         assert_eq!(present(Cli::Pi, dir.path()).len(), 1);
     }
 
