@@ -2,7 +2,8 @@
 //! see baton-agent's `cli_workers` tests for `BATON_TEST_CLI_DIR` and `BATON_TEST_CLI_REQUIRED`)
 //! and the scripted loopback model: baton's policy hook refuses writes to the sprint file and
 //! outside the workspace inside the CLI, and a sprint story runs end to end with the developer
-//! on Claude Code and the reviewer on the script provider.
+//! on Claude Code and the reviewer on the script provider. With the real pi: a repository's
+//! `.pi/settings.json` stops the pi developer unless the trusted project allows it.
 
 use super::common::{Project, SPRINT_REL};
 use super::sprint::{K1, Script, Toml, baton, pass_verdict, sprint_json, sprint_project, statuses};
@@ -305,4 +306,83 @@ fn doctor_reports_each_cli_without_printing_the_key() {
         .filter(|c| !c["used_by"].as_array().unwrap().is_empty())
         .collect();
     assert!(used.is_empty(), "{report:#}");
+}
+
+/// The installed pi, or `None` after a skip notice (a failure when required).
+fn pi() -> Option<PathBuf> {
+    let dir = std::env::var_os("BATON_TEST_CLI_DIR").map(PathBuf::from);
+    let program = dir
+        .as_ref()
+        .map(|d| d.join("node_modules/.bin/pi"))
+        .filter(|p| p.is_file());
+    if program.is_none() {
+        let (pkg, version) = Cli::Pi.package();
+        let msg = format!(
+            "pi is not installed under $BATON_TEST_CLI_DIR; install it with `npm install --prefix target/agent-clis {pkg}@{version}` (or run .ci/run) and set BATON_TEST_CLI_DIR=target/agent-clis"
+        );
+        assert!(
+            std::env::var("BATON_TEST_CLI_REQUIRED").as_deref() != Ok("1"),
+            "BATON_TEST_CLI_REQUIRED=1 but {msg}"
+        );
+        eprintln!("SKIPPED: {msg}");
+    }
+    program
+}
+
+/// A trusted project with the developer on pi and a repository `.pi/settings.json` committed.
+fn pi_project(program: &Path, url: &str, allow: bool) -> Project {
+    let script =
+        Script::new()
+            .create(K1)
+            .review(K1, 1, &pass_verdict("the CLI developer's work is fine"));
+    let tail = format!(
+        "[agents.roles]\ndeveloper = \"pi/mock/mock-model\"\n\n[cli.pi]\nprogram = {:?}\nbase_url = \"{url}/v1\"\napi = \"openai-completions\"\napi_key_env = \"PATH\"\nmax_retries = 0\n{}",
+        program.display().to_string(),
+        if allow {
+            "project_config = \"allow\"\n"
+        } else {
+            ""
+        }
+    );
+    let p = sprint_project(
+        Toml {
+            tail: &tail,
+            ..Toml::default()
+        },
+        &script,
+    );
+    p.write(".pi/settings.json", "{\"shellCommandPrefix\": \"true\"}\n");
+    super::sprint::git(p.root(), &["add", "-A"]);
+    super::sprint::git(p.root(), &["commit", "-q", "-m", "pi settings"]);
+    baton(&p, &["trust"]).expect_code(0);
+    p
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_repository_pi_settings_file_stops_the_pi_developer_unless_the_project_allows_it() {
+    let Some(program) = pi() else { return };
+    // Refused: the developer fails before pi starts, naming the file.
+    let server = MockServer::start().await;
+    let p = pi_project(&program, &server.url(), false);
+    let root = std::fs::canonicalize(p.root()).unwrap();
+    server.respond_with(scripted::responder_as(&root, "WRITE:tests-pass"));
+    let run = baton(&p, &["sprint", "--yolo", "--stories", K1, "--json"]);
+    assert_ne!(statuses(&p)[K1], "done", "{}", run.describe());
+    assert!(!p.root().join("tests-pass").exists());
+    assert!(server.requests().is_empty(), "pi was started");
+    assert!(
+        run.stdout.contains(".pi/settings.json") && run.stdout.contains("project_config"),
+        "{}",
+        run.describe()
+    );
+
+    // Allowed by the trusted project's own configuration: the story is done.
+    let server = MockServer::start().await;
+    let p = pi_project(&program, &server.url(), true);
+    let root = std::fs::canonicalize(p.root()).unwrap();
+    server.respond_with(scripted::responder_as(&root, "WRITE:tests-pass"));
+    let (_, report, run) = sprint_json(&p, &["--yolo", "--stories", K1], 0);
+    assert_eq!(report["end"], "completed", "{report:#}\n{}", run.describe());
+    assert_eq!(statuses(&p)[K1], "done");
+    assert!(!server.requests().is_empty(), "pi never called the model");
 }
