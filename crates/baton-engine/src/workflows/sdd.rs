@@ -13,6 +13,7 @@
 use crate::clock::{Clock, SystemClock};
 use crate::ctx::Answer;
 use crate::error::EngineError;
+use crate::escalation::{self, EscalationHost};
 use crate::prompts;
 use crate::protocol::{EscalationView, Event};
 use crate::setup::Setup;
@@ -31,10 +32,10 @@ use baton_store::journal::{
     EscalationRecord, Journal, RunRecord, SddTaskRecord, SqliteJournal, StepRecord,
 };
 use serde::Serialize;
-use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 /// Settings of an SDD run.
 #[derive(Debug, Clone)]
@@ -704,78 +705,36 @@ impl SddEngine {
         e: &Escalate,
         facts: &TaskFacts,
     ) -> Result<(), EngineError> {
-        let key = self.key(task);
-        let mut esc = EscalationRecord {
-            id: 0,
-            run_id: Some(self.run_id.clone()),
-            key: Some(key.clone()),
-            title: format!("task {}: {}", task.id, e.title),
-            finding: e.finding.clone(),
-            options: e.choices.iter().map(|c| c.id().to_owned()).collect(),
-            answer: None,
-            created_at: self.clock.now().rfc3339,
-            answered_at: None,
-            kind: e.kind.as_str().to_owned(),
-            resolved_at: None,
-            after_step: facts.steps.last().map_or(0, |s| s.id),
-        };
-        esc.id = self.with_journal(|j| Ok(j.raise_escalation(&esc)?))?;
-        self.log(&key, e, &esc)?;
-        let interactive = self.answers.is_some();
-        self.emit(SddEvent::Escalation {
-            escalation: EscalationView::of(&esc, interactive),
-        });
-        let Some(answers) = &self.answers else {
-            return Ok(());
-        };
-        let mut answers = answers.lock().await;
-        loop {
-            let answer = tokio::select! {
-                a = answers.recv() => a,
-                () = self.setup.cancel.cancelled() => None,
-            };
-            match answer {
-                Some(Answer::Chose(id, choice))
-                    if id == esc.id && esc.options.contains(&choice) =>
-                {
-                    let at = self.clock.now().rfc3339;
-                    self.with_journal(|j| Ok(j.answer_escalation(esc.id, &choice, &at)?))?;
-                    return Ok(());
-                }
-                Some(Answer::Later(id)) if id == esc.id => return Ok(()),
-                Some(_) => {}
-                None => return Ok(()),
-            }
-        }
+        let title = format!("task {}: {}", task.id, e.title);
+        let after_step = facts.steps.last().map_or(0, |s| s.id);
+        escalation::raise_in(self, &self.key(task), title, e, after_step).await
     }
+}
 
-    fn log(&self, key: &str, e: &Escalate, esc: &EscalationRecord) -> Result<(), EngineError> {
-        let line = format!(
-            "{} #{} [{}] {}: {} — {} | options: {}\n",
-            esc.created_at,
-            esc.id,
-            key,
-            e.kind,
-            esc.title,
-            e.finding.replace('\n', " "),
-            e.choices
-                .iter()
-                .enumerate()
-                .map(|(i, c)| format!("{}) {}", i + 1, c.label()))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        let path = &self.settings.escalations_log;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|err| EngineError::file(dir, err))?;
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|err| EngineError::file(path, err))?;
-        f.write_all(line.as_bytes())
-            .map_err(|err| EngineError::file(path, err))
+impl EscalationHost for SddEngine {
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+    fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
+    }
+    fn answers(&self) -> Option<&tokio::sync::Mutex<mpsc::UnboundedReceiver<Answer>>> {
+        self.answers.as_ref()
+    }
+    fn cancel(&self) -> &CancellationToken {
+        &self.setup.cancel
+    }
+    fn escalations_log(&self) -> &Path {
+        &self.settings.escalations_log
+    }
+    fn with_journal<T>(
+        &self,
+        f: impl FnOnce(&mut SqliteJournal) -> Result<T, EngineError>,
+    ) -> Result<T, EngineError> {
+        SddEngine::with_journal(self, f)
+    }
+    fn emit_escalation(&self, escalation: EscalationView) {
+        self.emit(SddEvent::Escalation { escalation });
     }
 }
 
