@@ -13,7 +13,6 @@ use baton_core::sdd::{SddRules, parse_plan};
 use baton_engine::ctx::Answer;
 use baton_engine::protocol::Event;
 use baton_engine::sdd::{SddEngine, SddEvent, SddReport, SddSettings};
-use baton_engine::sprint::RunEnd;
 use baton_store::journal::SqliteJournal;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -117,15 +116,6 @@ fn print_event(e: &SddEvent, live_status: bool) {
     }
 }
 
-fn exit_code(r: &SddReport) -> Code {
-    match r.end {
-        RunEnd::Completed => Code::Ok,
-        RunEnd::Paused => Code::Paused,
-        RunEnd::Stopped => Code::Budget,
-        RunEnd::Failed | RunEnd::Cancelled => Code::Error,
-    }
-}
-
 fn print_report(r: &SddReport, json: bool) -> Result<()> {
     if json {
         println!(
@@ -141,16 +131,7 @@ fn print_report(r: &SddReport, json: bool) -> Result<()> {
             .trim_end()
     );
     if let Some(e) = &r.escalation {
-        println!("\nescalation #{}: {}\n{}", e.id, e.title, e.finding);
-        for (i, o) in e.options.iter().enumerate() {
-            println!("  {}. {o}", i + 1);
-        }
-        println!(
-            "answer with: baton answer {} <1-{}>, then run `baton sdd {}` again",
-            e.id,
-            e.options.len(),
-            r.plan
-        );
+        super::plumbing::print_escalation(e, &format!("baton sdd {}", r.plan));
     }
     Ok(())
 }
@@ -180,13 +161,7 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
     if args.max_iterations == Some(0) {
         bail!("--max-iterations 0: give 1 or more fix rounds");
     }
-    let found = super::agents::discover(root);
-    for n in &found.notices {
-        eprintln!("note: {n}");
-    }
-    for e in &found.errors {
-        eprintln!("warning: agent definition skipped: {e}");
-    }
+    let found = super::plumbing::discover_agents(root);
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = run_id("sdd");
     let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -240,11 +215,7 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
         events_tx,
         interactive.then_some(answer_rx),
     );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = super::plumbing::runtime()?;
     let render = |e: &SddEvent| {
         if json {
             if let Ok(line) = serde_json::to_string(e) {
@@ -291,5 +262,5 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
         report
     });
     print_report(&report, json)?;
-    Ok(exit_code(&report))
+    Ok(super::plumbing::exit_code(report.end))
 }

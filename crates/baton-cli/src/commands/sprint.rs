@@ -300,18 +300,8 @@ pub fn run_sprint(
     args: &SprintArgs,
     settings: SprintSettings,
 ) -> Result<SprintReport> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let found = super::agents::discover(root);
-    for n in &found.notices {
-        eprintln!("note: {n}");
-    }
-    for e in &found.errors {
-        eprintln!("warning: agent definition skipped: {e}");
-    }
+    let rt = super::plumbing::runtime()?;
+    let found = super::plumbing::discover_agents(root);
     let ledger = Arc::new(Mutex::new(Ok(crate::project::ledger(cfg)?)));
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = run_id("sprint");
@@ -404,12 +394,7 @@ async fn drive_session(
 
 /// The exit code of a report.
 pub fn exit_code(report: &SprintReport) -> Code {
-    match report.end {
-        RunEnd::Completed => Code::Ok,
-        RunEnd::Paused => Code::Paused,
-        RunEnd::Stopped => Code::Budget,
-        RunEnd::Failed | RunEnd::Cancelled => Code::Error,
-    }
+    super::plumbing::exit_code(report.end)
 }
 
 /// Prints the report (YAML, or JSON).
@@ -428,15 +413,7 @@ pub fn print_report(report: &SprintReport, json: bool) -> Result<()> {
             .trim_end()
     );
     if let (RunEnd::Paused, Some(e)) = (report.end, &report.escalation) {
-        println!("\nescalation #{}: {}\n{}", e.id, e.title, e.finding);
-        for (i, o) in e.options.iter().enumerate() {
-            println!("  {}. {o}", i + 1);
-        }
-        println!(
-            "answer with: baton answer {} <1-{}>, then run `baton sprint` again",
-            e.id,
-            e.options.len()
-        );
+        super::plumbing::print_escalation(e, "baton sprint");
     }
     Ok(())
 }
