@@ -24,7 +24,7 @@ use baton_core::stamp::Stamp;
 use baton_store::frontmatter::{Checkpoints, Document, FrontmatterError};
 use baton_store::journal::SqliteJournal;
 use baton_store::planning::{self, LoadedPlan, ReadError, shown};
-use baton_store::sprint_file::plan::{PlanJournal, PlanReport, plan_sprint, planned};
+use baton_store::sprint_file::plan::{PlanJournal, PlanReport, plan_sprint, planned_from};
 pub use facts::Paths;
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -383,18 +383,7 @@ fn sprint_step(opts: &PlanOptions) -> Result<Result<StepDone, String>, PlanError
             epics.path
         )));
     }
-    let list: Vec<(String, Vec<String>)> = epics
-        .epics
-        .iter()
-        .map(|e| {
-            (
-                e.number.clone(),
-                e.stories.iter().map(|s| s.key.clone()).collect(),
-            )
-        })
-        .collect();
-    let stories = paths.stories.clone();
-    let plan = planned(&list, |k| stories.join(format!("{k}.md")).is_file());
+    let plan = planned_from(epics, &paths.stories);
     let _lock =
         baton_store::lock::FileLock::acquire(&opts.lock_path).map_err(|e| PlanError::Io {
             path: opts.lock_path.clone(),
