@@ -5,7 +5,7 @@
 //! script provider, so the run needs no API key and no network — but the files, the `cargo test`
 //! runs, the commits and the journal are all real.
 
-use crate::cli::{DemoArgs, SprintArgs, StatusArgs};
+use crate::cli::{DemoArgs, RunArgs, SprintArgs, StatusArgs};
 use crate::commands::Code;
 use anyhow::{Context, Result, bail};
 use std::fs;
@@ -141,10 +141,12 @@ pub fn run(args: &DemoArgs) -> Result<Code> {
         batch: Some(3),
         stories: None,
         yolo: true,
-        model: args.model.clone(),
-        allow_dirty: false,
-        budget: Default::default(),
-        json: args.json,
+        run: RunArgs {
+            model: args.model.clone(),
+            allow_dirty: false,
+            budget: Default::default(),
+            json: args.json,
+        },
     };
     let report = super::sprint::run_sprint(&dir, &cfg, &sprint_args, settings)?;
     super::sprint::print_report(&report, args.json)?;

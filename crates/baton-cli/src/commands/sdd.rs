@@ -150,8 +150,8 @@ fn guard(cfg: &Config, journal: &Arc<Mutex<SqliteJournal>>) -> Result<Arc<TddCor
 
 /// Runs `baton sdd`.
 pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
-    check_budget_args(&args.budget)?;
-    let cfg = with_budget(crate::project::config(root)?, &args.budget);
+    check_budget_args(&args.run.budget)?;
+    let cfg = with_budget(crate::project::config(root)?, &args.run.budget);
     let plan_rel = relative_plan(root, &args.plan)?;
     let plan_path = root.join(&plan_rel);
     let text =
@@ -179,7 +179,7 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
         &cfg,
         found.agents,
         Mode::Yolo,
-        args.model.clone(),
+        args.run.model.clone(),
         &run_id,
         no_sprint,
         journal.clone(),
@@ -200,11 +200,11 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
         },
         tdd: setup.tdd.is_some(),
         escalations_log: cfg.state_dir.join("escalations.log"),
-        allow_dirty: args.allow_dirty,
+        allow_dirty: args.run.allow_dirty,
     };
     let setup = Arc::new(setup);
     let cancel = setup.cancel.clone();
-    let json = args.json;
+    let json = args.run.json;
     let interactive = !json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let (answer_tx, answer_rx) = tokio::sync::mpsc::unbounded_channel();
     let engine = SddEngine::new(

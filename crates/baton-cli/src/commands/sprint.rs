@@ -320,14 +320,14 @@ pub fn run_sprint(
         cfg,
         found.agents,
         mode,
-        args.model.clone(),
+        args.run.model.clone(),
         &run_id,
         ledger.clone(),
         journal,
         Some(on_agent),
     )?;
     let engine = SprintEngine::new(Arc::new(setup), ledger, settings, run_id);
-    let json = args.json;
+    let json = args.run.json;
     let interactive = !json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let mut live = (!json && std::io::stderr().is_terminal()).then(Live::default);
     let render = move |e: &Event| {
@@ -420,11 +420,11 @@ pub fn print_report(report: &SprintReport, json: bool) -> Result<()> {
 
 /// Runs `baton sprint`.
 pub fn run(root: &Path, args: &SprintArgs) -> Result<Code> {
-    super::sdd::check_budget_args(&args.budget)?;
-    let cfg = super::sdd::with_budget(crate::project::config(root)?, &args.budget);
-    let settings = settings(&cfg, args.batch, args.stories.clone(), args.allow_dirty)?;
+    super::sdd::check_budget_args(&args.run.budget)?;
+    let cfg = super::sdd::with_budget(crate::project::config(root)?, &args.run.budget);
+    let settings = settings(&cfg, args.batch, args.stories.clone(), args.run.allow_dirty)?;
     let report = run_sprint(root, &cfg, args, settings)?;
-    print_report(&report, args.json)?;
+    print_report(&report, args.run.json)?;
     Ok(exit_code(&report))
 }
 
