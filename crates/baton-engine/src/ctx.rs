@@ -16,7 +16,7 @@ use crate::setup::Setup;
 use crate::sprint_tools::SharedLedger;
 use crate::story_doc;
 use crate::workflows::sprint::report::StoryReport;
-use baton_agent::outcome::{Outcome, Status as AgentStatus};
+use baton_agent::outcome::Outcome;
 use baton_agent::runner::Mode;
 use baton_agent::worker::Job;
 use baton_agent::workspace::Workspace;
@@ -341,20 +341,7 @@ impl StoryCtx {
                 };
                 worker.run(&job).await
             }
-            Err(e) => Outcome {
-                agent: agent.to_owned(),
-                model: String::new(),
-                status: AgentStatus::Failed,
-                reason: Some(e.to_string()),
-                summary: String::new(),
-                files_changed: Vec::new(),
-                usage: Default::default(),
-                cost_usd: 0.0,
-                turns: 0,
-                transcript: None,
-                escalation: None,
-                usage_estimated: false,
-            },
+            Err(e) => Outcome::not_started(agent, e.to_string()),
         };
         if let Ok(mut r) = self.report.lock() {
             r.input_tokens += outcome.usage.total_input();

@@ -17,6 +17,7 @@ use crate::escalation::{self, EscalationHost};
 use crate::prompts;
 use crate::protocol::{EscalationView, Event};
 use crate::setup::Setup;
+use crate::stages::agent_escalation;
 use crate::workflows::sprint::report::RunEnd;
 use baton_agent::outcome::{Outcome, Status as AgentStatus};
 use baton_agent::worker::{Job, Worker};
@@ -26,7 +27,7 @@ use baton_core::sdd::{
     Mark, Plan, PlanTask, SddDetail, SddEnd, SddEscalation, SddRules, SddRun, SddStage, SddStep,
     TaskDecision, TaskFacts, TaskState, TaskView, decide, view,
 };
-use baton_core::story::{AgentEscalation, Escalate, StepOutcome};
+use baton_core::story::{Escalate, StepOutcome};
 use baton_core::verdict::{Severity, Verdict, parse_review};
 use baton_store::journal::{
     EscalationRecord, Journal, RunRecord, SddTaskRecord, SqliteJournal, StepRecord,
@@ -672,20 +673,7 @@ impl SddEngine {
                 };
                 Worker::run(&runner, &job).await
             }
-            Err(e) => Outcome {
-                agent: agent.to_owned(),
-                model: String::new(),
-                status: AgentStatus::Failed,
-                reason: Some(e.to_string()),
-                summary: String::new(),
-                files_changed: Vec::new(),
-                usage: Default::default(),
-                cost_usd: 0.0,
-                turns: 0,
-                transcript: None,
-                escalation: None,
-                usage_estimated: false,
-            },
+            Err(e) => Outcome::not_started(agent, e.to_string()),
         }
     }
 
@@ -773,18 +761,7 @@ fn settle(r: &SddRun, o: &Outcome) -> (StepOutcome, SddDetail) {
         },
         AgentStatus::Halted => StepOutcome::Halted,
         AgentStatus::Escalated => {
-            detail.escalation = Some(match &o.escalation {
-                Some(e) => AgentEscalation {
-                    title: e.title.clone(),
-                    finding: e.finding.clone(),
-                    options: e.options.clone(),
-                },
-                None => AgentEscalation {
-                    title: "agent escalated".into(),
-                    finding: o.reason.clone().unwrap_or_default(),
-                    options: Vec::new(),
-                },
-            });
+            detail.escalation = Some(agent_escalation(o, o.reason.clone().unwrap_or_default()));
             StepOutcome::Escalated
         }
         AgentStatus::Failed => StepOutcome::Failed,
