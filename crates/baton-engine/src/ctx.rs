@@ -22,10 +22,9 @@ use baton_agent::worker::Job;
 use baton_agent::workspace::Workspace;
 use baton_core::actor::Actor;
 use baton_core::dispatch::Stage;
-use baton_core::escalation::{Choice, EscalationKind};
 use baton_core::status::{Status, StatusValue};
 use baton_core::story::{
-    Escalate, EscalationFact, Move, Rules, StagePlan, StepDetail, StepFact, StepOutcome, StoryFacts,
+    Escalate, Move, Rules, StagePlan, StepDetail, StepFact, StepOutcome, StoryFacts,
 };
 use baton_store::journal::{EventFilter, Journal, SqliteJournal, StepRecord};
 use baton_store::ledger::{Ledger, Request};
@@ -197,20 +196,7 @@ impl RunCtx {
                 .into_iter()
                 .filter_map(|s| self.step_fact(s))
                 .collect(),
-            escalations: escalations
-                .into_iter()
-                .map(|e| {
-                    let kind = EscalationKind::parse(&e.kind).unwrap_or(EscalationKind::Agent);
-                    EscalationFact {
-                        id: e.id,
-                        kind,
-                        title: e.title,
-                        answer: e.answer.map(|a| Choice::from_stored(Some(kind), &a)),
-                        resolved: e.resolved_at.is_some(),
-                        after_step: e.after_step,
-                    }
-                })
-                .collect(),
+            escalations: escalations.into_iter().map(escalation::fact).collect(),
             entered,
             rules: Rules {
                 dispatch: self.settings.dispatch,

@@ -9,12 +9,26 @@ use crate::clock::Clock;
 use crate::ctx::{Answer, RunCtx};
 use crate::error::EngineError;
 use crate::protocol::{EscalationView, Event};
-use baton_core::story::Escalate;
+use baton_core::escalation::{Choice, EscalationKind};
+use baton_core::story::{Escalate, EscalationFact};
 use baton_store::journal::{EscalationRecord, Journal, SqliteJournal};
 use std::io::Write as _;
 use std::path::Path;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+/// The facts the story and task machines read of a journaled escalation.
+pub fn fact(e: EscalationRecord) -> EscalationFact {
+    let kind = EscalationKind::parse(&e.kind).unwrap_or(EscalationKind::Agent);
+    EscalationFact {
+        id: e.id,
+        kind,
+        title: e.title,
+        answer: e.answer.map(|a| Choice::from_stored(Some(kind), &a)),
+        resolved: e.resolved_at.is_some(),
+        after_step: e.after_step,
+    }
+}
 
 /// Records `e` for `key` (raised after step `after_step`) and asks a human if one is there.
 pub async fn raise(

@@ -22,10 +22,9 @@ use crate::workflows::sprint::report::RunEnd;
 use baton_agent::outcome::{Outcome, Status as AgentStatus};
 use baton_agent::worker::{Job, Worker};
 use baton_core::budget::BudgetState;
-use baton_core::escalation::{Choice, EscalationKind};
 use baton_core::sdd::{
-    Mark, Plan, PlanTask, SddDetail, SddEnd, SddEscalation, SddRules, SddRun, SddStage, SddStep,
-    TaskDecision, TaskFacts, TaskState, TaskView, decide, view,
+    Mark, Plan, PlanTask, SddDetail, SddEnd, SddRules, SddRun, SddStage, SddStep, TaskDecision,
+    TaskFacts, TaskState, TaskView, decide, view,
 };
 use baton_core::story::{Escalate, StepOutcome};
 use baton_core::verdict::{Severity, Verdict, parse_review};
@@ -387,20 +386,7 @@ impl SddEngine {
                     })
                 })
                 .collect(),
-            escalations: escalations
-                .into_iter()
-                .map(|e| {
-                    let kind = EscalationKind::parse(&e.kind).unwrap_or(EscalationKind::Agent);
-                    SddEscalation {
-                        id: e.id,
-                        kind,
-                        title: e.title,
-                        answer: e.answer.map(|a| Choice::from_stored(Some(kind), &a)),
-                        resolved: e.resolved_at.is_some(),
-                        after_step: e.after_step,
-                    }
-                })
-                .collect(),
+            escalations: escalations.into_iter().map(escalation::fact).collect(),
             rules: self.settings.rules,
             cancelled: self.setup.cancel.is_cancelled(),
             budget_exhausted: match self.setup.budget.check(Default::default()) {
