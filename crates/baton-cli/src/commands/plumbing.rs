@@ -9,6 +9,7 @@ use baton_agent::discovery::Discovery;
 use baton_engine::protocol::EscalationView;
 use baton_engine::sprint::RunEnd;
 use baton_store::journal::{Journal, RunRecord, SqliteJournal};
+use serde::Serialize;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -70,6 +71,25 @@ pub fn exit_code(end: RunEnd) -> Code {
         RunEnd::Stopped => Code::Budget,
         RunEnd::Failed | RunEnd::Cancelled => Code::Error,
     }
+}
+
+/// Prints a run's report: one JSON line (`{"event":"report",…}`) when `json`, else YAML.
+/// Whether it was JSON (nothing else is to be printed then).
+pub fn print_run_report(report: &impl Serialize, json: bool) -> Result<bool> {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&serde_json::json!({ "event": "report", "report": report }))?
+        );
+        return Ok(true);
+    }
+    println!(
+        "{}",
+        serde_saphyr::to_string(report)
+            .context("cannot render the report")?
+            .trim_end()
+    );
+    Ok(false)
 }
 
 /// Prints the escalation a run paused on and how to answer it; `again` is the command that

@@ -117,19 +117,9 @@ fn print_event(e: &SddEvent, live_status: bool) {
 }
 
 fn print_report(r: &SddReport, json: bool) -> Result<()> {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string(&serde_json::json!({ "event": "report", "report": r }))?
-        );
+    if super::plumbing::print_run_report(r, json)? {
         return Ok(());
     }
-    println!(
-        "{}",
-        serde_saphyr::to_string(r)
-            .context("cannot render the report")?
-            .trim_end()
-    );
     if let Some(e) = &r.escalation {
         super::plumbing::print_escalation(e, &format!("baton sdd {}", r.plan));
     }

@@ -399,19 +399,9 @@ pub fn exit_code(report: &SprintReport) -> Code {
 
 /// Prints the report (YAML, or JSON).
 pub fn print_report(report: &SprintReport, json: bool) -> Result<()> {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string(&serde_json::json!({ "event": "report", "report": report }))?
-        );
+    if super::plumbing::print_run_report(report, json)? {
         return Ok(());
     }
-    println!(
-        "{}",
-        serde_saphyr::to_string(report)
-            .context("cannot render the report")?
-            .trim_end()
-    );
     if let (RunEnd::Paused, Some(e)) = (report.end, &report.escalation) {
         super::plumbing::print_escalation(e, "baton sprint");
     }
