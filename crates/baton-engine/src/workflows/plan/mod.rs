@@ -16,7 +16,7 @@ pub mod templates;
 
 use crate::prompts::render;
 use crate::setup::{Setup, SetupError};
-use baton_agent::outcome::Status as AgentStatus;
+use baton_agent::outcome::{Outcome, Status as AgentStatus};
 use baton_core::plan::check::{Finding, Severity, has_high};
 use baton_core::plan::docs::ReqKind;
 use baton_core::plan::pipeline::{DocState, PlanDecision, PlanStep, Readiness, decide, path};
@@ -242,6 +242,20 @@ fn steps_list(step: PlanStep) -> String {
 
 fn yaml_str(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
+}
+
+/// `AGENT ended STATUS: REASON`, for an agent that did not complete.
+fn ended(outcome: &Outcome) -> String {
+    format!(
+        "{} ended {}{}",
+        outcome.agent,
+        outcome.status.as_str(),
+        outcome
+            .reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default()
+    )
 }
 
 /// The document the agent answered, without a frontmatter block or a wrapping code fence.
@@ -512,16 +526,7 @@ async fn agent_step(
     let (runner, def) = setup.runner(step.role())?;
     let outcome = runner.run(&def, &task).await;
     if outcome.status != AgentStatus::Completed {
-        return Ok(Err(format!(
-            "{} ended {}{}",
-            outcome.agent,
-            outcome.status.as_str(),
-            outcome
-                .reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
-        )));
+        return Ok(Err(ended(&outcome)));
     }
     let mut body = clean_body(&outcome.summary);
     if body.trim().is_empty() {
@@ -720,16 +725,7 @@ pub async fn converse(setup: &Setup, view: &RouteView) -> Result<String, PlanErr
     let (runner, def) = setup.runner("bmad-master")?;
     let outcome = runner.run(&def, &task).await;
     if outcome.status != AgentStatus::Completed {
-        return Ok(format!(
-            "(the router could not talk: {} ended {}{})",
-            outcome.agent,
-            outcome.status.as_str(),
-            outcome
-                .reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
-        ));
+        return Ok(format!("(the router could not talk: {})", ended(&outcome)));
     }
     Ok(outcome.summary)
 }
