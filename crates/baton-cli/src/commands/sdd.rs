@@ -101,18 +101,7 @@ fn print_event(e: &SddEvent, live_status: bool) {
             eprintln!("escalation #{}: {}", escalation.id, escalation.title)
         }
         SddEvent::Notice { message } => eprintln!("note: {message}"),
-        SddEvent::Agent { agent_event } => match agent_event {
-            Event::Refused {
-                agent,
-                tool,
-                reason,
-            } => eprintln!("[{agent}] {tool} refused: {reason}"),
-            Event::BudgetWarning { agent, message } => {
-                eprintln!("[{agent}] budget warning: {message}")
-            }
-            Event::AgentFinished { agent, status } => eprintln!("[{agent}] {status}"),
-            _ => {}
-        },
+        SddEvent::Agent { agent_event } => super::plumbing::print_agent_notice(agent_event),
     }
 }
 

@@ -151,15 +151,9 @@ fn print_event(e: &Event) {
         Event::AgentStarted { agent, model } => eprintln!("[{agent}] started on {model}"),
         Event::Turn { agent, turn } => eprintln!("[{agent}] turn {turn}"),
         Event::ToolCall { agent, tool } => eprintln!("[{agent}] {tool}"),
-        Event::Refused {
-            agent,
-            tool,
-            reason,
-        } => eprintln!("[{agent}] {tool} refused: {reason}"),
-        Event::BudgetWarning { agent, message } => {
-            eprintln!("[{agent}] budget warning: {message}")
+        e @ (Event::Refused { .. } | Event::BudgetWarning { .. } | Event::AgentFinished { .. }) => {
+            super::plumbing::print_agent_notice(e)
         }
-        Event::AgentFinished { agent, status } => eprintln!("[{agent}] {status}"),
         Event::UsageEstimated { agent, provider } => {
             eprintln!("[{agent}] warning: {}", estimated_warning(provider))
         }
