@@ -73,6 +73,27 @@ pub struct Outcome {
     pub usage_estimated: bool,
 }
 
+impl Outcome {
+    /// The outcome of agent `agent` that could not be started, failed for `reason`: no model,
+    /// no usage, nothing changed.
+    pub fn not_started(agent: &str, reason: String) -> Outcome {
+        Outcome {
+            agent: agent.to_owned(),
+            model: String::new(),
+            status: Status::Failed,
+            reason: Some(reason),
+            summary: String::new(),
+            files_changed: Vec::new(),
+            usage: Default::default(),
+            cost_usd: 0.0,
+            turns: 0,
+            transcript: None,
+            escalation: None,
+            usage_estimated: false,
+        }
+    }
+}
+
 /// The reason of a `HALT:` line in an answer, if there is one.
 pub fn halt_reason(text: &str) -> Option<String> {
     text.lines().find_map(|l| {

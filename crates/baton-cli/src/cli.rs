@@ -363,18 +363,9 @@ pub struct SprintArgs {
     /// Auto-confirm checkpoints and proceed with the recommended path.
     #[arg(long)]
     pub yolo: bool,
-    /// Use this `provider/model` for every agent.
-    #[arg(long, value_name = "PROVIDER/MODEL")]
-    pub model: Option<String>,
-    /// Start even if the git working tree has uncommitted changes.
-    #[arg(long)]
-    pub allow_dirty: bool,
-    /// Cost limits of this run.
+    /// The model, dirty-tree, budget and output flags.
     #[command(flatten)]
-    pub budget: BudgetArgs,
-    /// Stream events as JSON lines and end with the report as JSON.
-    #[arg(long)]
-    pub json: bool,
+    pub run: RunArgs,
 }
 
 /// `baton sdd`.
@@ -394,6 +385,14 @@ pub struct SddArgs {
     /// Run the implementer without the test-first guard (on by default for `baton sdd`).
     #[arg(long)]
     pub no_tdd: bool,
+    /// The model, dirty-tree, budget and output flags.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// The flags a workflow run shares (`baton sprint`, `baton sdd`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunArgs {
     /// Use this `provider/model` for every agent.
     #[arg(long, value_name = "PROVIDER/MODEL")]
     pub model: Option<String>,

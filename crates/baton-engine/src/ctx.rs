@@ -16,16 +16,15 @@ use crate::setup::Setup;
 use crate::sprint_tools::SharedLedger;
 use crate::story_doc;
 use crate::workflows::sprint::report::StoryReport;
-use baton_agent::outcome::{Outcome, Status as AgentStatus};
+use baton_agent::outcome::Outcome;
 use baton_agent::runner::Mode;
 use baton_agent::worker::Job;
 use baton_agent::workspace::Workspace;
 use baton_core::actor::Actor;
 use baton_core::dispatch::Stage;
-use baton_core::escalation::{Choice, EscalationKind};
 use baton_core::status::{Status, StatusValue};
 use baton_core::story::{
-    Escalate, EscalationFact, Move, Rules, StagePlan, StepDetail, StepFact, StepOutcome, StoryFacts,
+    Escalate, Move, Rules, StagePlan, StepDetail, StepFact, StepOutcome, StoryFacts,
 };
 use baton_store::journal::{EventFilter, Journal, SqliteJournal, StepRecord};
 use baton_store::ledger::{Ledger, Request};
@@ -197,20 +196,7 @@ impl RunCtx {
                 .into_iter()
                 .filter_map(|s| self.step_fact(s))
                 .collect(),
-            escalations: escalations
-                .into_iter()
-                .map(|e| {
-                    let kind = EscalationKind::parse(&e.kind).unwrap_or(EscalationKind::Agent);
-                    EscalationFact {
-                        id: e.id,
-                        kind,
-                        title: e.title,
-                        answer: e.answer.map(|a| Choice::from_stored(Some(kind), &a)),
-                        resolved: e.resolved_at.is_some(),
-                        after_step: e.after_step,
-                    }
-                })
-                .collect(),
+            escalations: escalations.into_iter().map(escalation::fact).collect(),
             entered,
             rules: Rules {
                 dispatch: self.settings.dispatch,
@@ -341,20 +327,7 @@ impl StoryCtx {
                 };
                 worker.run(&job).await
             }
-            Err(e) => Outcome {
-                agent: agent.to_owned(),
-                model: String::new(),
-                status: AgentStatus::Failed,
-                reason: Some(e.to_string()),
-                summary: String::new(),
-                files_changed: Vec::new(),
-                usage: Default::default(),
-                cost_usd: 0.0,
-                turns: 0,
-                transcript: None,
-                escalation: None,
-                usage_estimated: false,
-            },
+            Err(e) => Outcome::not_started(agent, e.to_string()),
         };
         if let Ok(mut r) = self.report.lock() {
             r.input_tokens += outcome.usage.total_input();

@@ -275,10 +275,7 @@ fn anthropic(body: &Value, workdir: &Path) -> MockResponse {
         }
         None => decide(result, &text_of(&content), body, workdir),
     };
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("mock-model");
+    let model = model_of(body);
     let (input, output) = ANTHROPIC_USAGE;
     let mut events = vec![
         sse(
@@ -342,17 +339,8 @@ fn responses(body: &Value, workdir: &Path) -> MockResponse {
     let kind = last.get("type").and_then(Value::as_str).unwrap_or("");
     let result = matches!(kind, "function_call_output" | "custom_tool_call_output")
         .then(|| text_of(&Value::Array(vec![last.clone()])));
-    let prompt = items
-        .iter()
-        .rev()
-        .find(|i| i.get("role").and_then(Value::as_str) == Some("user"))
-        .map(|u| text_of(u.get("content").unwrap_or(&Value::Null)))
-        .unwrap_or_default();
-    let step = decide(result, &prompt, body, workdir);
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("mock-model");
+    let step = decide(result, &last_user_text(&items), body, workdir);
+    let model = model_of(body);
     let (input, output) = RESPONSES_USAGE;
     let usage = json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": input + output});
@@ -395,6 +383,23 @@ fn responses(body: &Value, workdir: &Path) -> MockResponse {
     MockResponse::sse_events(events)
 }
 
+/// The text of the newest user message of `items` (empty without one).
+fn last_user_text(items: &[Value]) -> String {
+    items
+        .iter()
+        .rev()
+        .find(|i| i.get("role").and_then(Value::as_str) == Some("user"))
+        .map(|u| text_of(u.get("content").unwrap_or(&Value::Null)))
+        .unwrap_or_default()
+}
+
+/// The model a request names (`mock-model` without one).
+fn model_of(body: &Value) -> &str {
+    body.get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("mock-model")
+}
+
 fn chat(body: &Value, workdir: &Path) -> MockResponse {
     let msgs = body
         .get("messages")
@@ -404,17 +409,8 @@ fn chat(body: &Value, workdir: &Path) -> MockResponse {
     let last = msgs.last().cloned().unwrap_or(Value::Null);
     let result = (last.get("role").and_then(Value::as_str) == Some("tool"))
         .then(|| text_of(last.get("content").unwrap_or(&Value::Null)));
-    let prompt = msgs
-        .iter()
-        .rev()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .map(|u| text_of(u.get("content").unwrap_or(&Value::Null)))
-        .unwrap_or_default();
-    let step = decide(result, &prompt, body, workdir);
-    let model = body
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("mock-model");
+    let step = decide(result, &last_user_text(&msgs), body, workdir);
+    let model = model_of(body);
     let (input, output) = CHAT_USAGE;
     let chunk = |delta: Value, finish: Value| {
         sse(

@@ -5,13 +5,14 @@
 //! script provider, so the run needs no API key and no network — but the files, the `cargo test`
 //! runs, the commits and the journal are all real.
 
-use crate::cli::{DemoArgs, SprintArgs, StatusArgs};
+use crate::cli::{DemoArgs, RunArgs, SprintArgs, StatusArgs};
 use crate::commands::Code;
 use anyhow::{Context, Result, bail};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// One file of the bundled example project: its path and its text.
 macro_rules! example {
     ($path:literal) => {
         (
@@ -20,6 +21,7 @@ macro_rules! example {
         )
     };
 }
+pub(super) use example;
 
 /// The example project's files.
 const FILES: &[(&str, &str)] = &[
@@ -77,7 +79,23 @@ fn git(dir: &Path, args: &[&str]) -> Result<()> {
 
 /// Writes the example project into `dir` and commits it.
 pub fn prepare(dir: &Path) -> Result<()> {
-    for (rel, text) in FILES {
+    write_example(
+        dir,
+        FILES,
+        "tally: the example project, planned and ready for its sprint",
+        git,
+    )
+}
+
+/// Writes `files` (the example project's, by path) into `dir`, keeps `.baton/` out of git, and
+/// commits them with `message` through `git`.
+pub fn write_example(
+    dir: &Path,
+    files: &[(&str, &str)],
+    message: &str,
+    git: fn(&Path, &[&str]) -> Result<()>,
+) -> Result<()> {
+    for (rel, text) in files {
         let path = dir.join(rel);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent)
@@ -88,15 +106,7 @@ pub fn prepare(dir: &Path) -> Result<()> {
     fs::write(dir.join(".baton/.gitignore"), "*\n").context("cannot write .baton/.gitignore")?;
     git(dir, &["init", "-q"])?;
     git(dir, &["add", "-A"])?;
-    git(
-        dir,
-        &[
-            "commit",
-            "-q",
-            "-m",
-            "tally: the example project, planned and ready for its sprint",
-        ],
-    )?;
+    git(dir, &["commit", "-q", "-m", message])?;
     Ok(())
 }
 
@@ -131,10 +141,12 @@ pub fn run(args: &DemoArgs) -> Result<Code> {
         batch: Some(3),
         stories: None,
         yolo: true,
-        model: args.model.clone(),
-        allow_dirty: false,
-        budget: Default::default(),
-        json: args.json,
+        run: RunArgs {
+            model: args.model.clone(),
+            allow_dirty: false,
+            budget: Default::default(),
+            json: args.json,
+        },
     };
     let report = super::sprint::run_sprint(&dir, &cfg, &sprint_args, settings)?;
     super::sprint::print_report(&report, args.json)?;

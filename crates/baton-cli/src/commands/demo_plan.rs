@@ -6,21 +6,12 @@
 //! provider. The plan is committed, checked by `baton check`, and shown on the board; the
 //! sprint demo's recorded session then builds it with `baton sprint --yolo`.
 
+use super::demo::example;
 use crate::cli::StatusArgs;
 use crate::commands::Code;
 use crate::plan_args::{CheckArgs, PlanArgs};
-use anyhow::{Context, Result};
-use std::fs;
+use anyhow::Result;
 use std::path::Path;
-
-macro_rules! example {
-    ($path:literal) => {
-        (
-            $path,
-            include_str!(concat!("../../../../examples/tally/", $path)),
-        )
-    };
-}
 
 /// The example project without its plan, plus both recorded sessions.
 const FILES: &[(&str, &str)] = &[
@@ -43,21 +34,7 @@ type Git = fn(&Path, &[&str]) -> Result<()>;
 
 /// Runs the planning demo in the empty directory `dir`.
 pub fn run(dir: &Path, model: Option<String>, git: Git) -> Result<Code> {
-    for (rel, text) in FILES {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create `{}`", parent.display()))?;
-        }
-        fs::write(&path, text).with_context(|| format!("cannot write `{}`", path.display()))?;
-    }
-    fs::write(dir.join(".baton/.gitignore"), "*\n").context("cannot write .baton/.gitignore")?;
-    git(dir, &["init", "-q"])?;
-    git(dir, &["add", "-A"])?;
-    git(
-        dir,
-        &["commit", "-q", "-m", "tally: an empty crate and an idea"],
-    )?;
+    super::demo::write_example(dir, FILES, "tally: an empty crate and an idea", git)?;
     eprintln!(
         "baton demo --plan: the example project `tally` is in `{}`",
         dir.display()

@@ -9,6 +9,7 @@ mod guard;
 mod init;
 mod log;
 mod plan;
+mod plumbing;
 mod policy;
 mod sdd;
 mod set;

@@ -15,7 +15,7 @@ use baton_core::plan::tier::{Project, suggest_tier};
 use baton_engine::workflows::plan::{
     self as engine, Paths, PlanEnd, PlanOptions, PlanRun, PlanState, StepDone,
 };
-use baton_store::journal::{Journal, RunRecord, SqliteJournal};
+use baton_store::journal::SqliteJournal;
 use baton_store::ledger::Now;
 use baton_store::planning::shown;
 use std::path::Path;
@@ -293,16 +293,7 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
     }
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = super::team::run_id("plan");
-    if let Ok(mut j) = journal.lock() {
-        j.begin_run(&RunRecord {
-            id: run_id.clone(),
-            kind: "plan".into(),
-            started_at: jiff::Timestamp::now().to_string(),
-            ended_at: None,
-            status: "running".into(),
-            reason: None,
-        })?;
-    }
+    super::plumbing::begin_run(&journal, &run_id, "plan")?;
     opts.journal = Some((journal.clone(), run_id.clone()));
     let ledger = Arc::new(Mutex::new(Err(
         "the planning agents do not change the sprint".to_owned(),
@@ -322,11 +313,7 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
         journal.clone(),
         Some(Arc::new(super::team::progress) as baton_agent::runner::EventFn),
     )?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = super::plumbing::runtime()?;
     let result = rt.block_on(engine::run(&setup, &opts, &state));
     let (status, reason, code) = match &result {
         Ok(r) => match &r.end {
@@ -339,14 +326,7 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
         },
         Err(e) => ("failed", e.to_string(), Code::Error),
     };
-    if let Ok(mut j) = journal.lock() {
-        j.end_run(
-            &run_id,
-            &jiff::Timestamp::now().to_string(),
-            status,
-            &reason,
-        )?;
-    }
+    super::plumbing::end_run(&journal, &run_id, status, &reason)?;
     let run = result?;
     print_run(root, &run);
     Ok(code)

@@ -13,7 +13,6 @@ use baton_core::sdd::{SddRules, parse_plan};
 use baton_engine::ctx::Answer;
 use baton_engine::protocol::Event;
 use baton_engine::sdd::{SddEngine, SddEvent, SddReport, SddSettings};
-use baton_engine::sprint::RunEnd;
 use baton_store::journal::SqliteJournal;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -102,55 +101,16 @@ fn print_event(e: &SddEvent, live_status: bool) {
             eprintln!("escalation #{}: {}", escalation.id, escalation.title)
         }
         SddEvent::Notice { message } => eprintln!("note: {message}"),
-        SddEvent::Agent { agent_event } => match agent_event {
-            Event::Refused {
-                agent,
-                tool,
-                reason,
-            } => eprintln!("[{agent}] {tool} refused: {reason}"),
-            Event::BudgetWarning { agent, message } => {
-                eprintln!("[{agent}] budget warning: {message}")
-            }
-            Event::AgentFinished { agent, status } => eprintln!("[{agent}] {status}"),
-            _ => {}
-        },
-    }
-}
-
-fn exit_code(r: &SddReport) -> Code {
-    match r.end {
-        RunEnd::Completed => Code::Ok,
-        RunEnd::Paused => Code::Paused,
-        RunEnd::Stopped => Code::Budget,
-        RunEnd::Failed | RunEnd::Cancelled => Code::Error,
+        SddEvent::Agent { agent_event } => super::plumbing::print_agent_notice(agent_event),
     }
 }
 
 fn print_report(r: &SddReport, json: bool) -> Result<()> {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string(&serde_json::json!({ "event": "report", "report": r }))?
-        );
+    if super::plumbing::print_run_report(r, json)? {
         return Ok(());
     }
-    println!(
-        "{}",
-        serde_saphyr::to_string(r)
-            .context("cannot render the report")?
-            .trim_end()
-    );
     if let Some(e) = &r.escalation {
-        println!("\nescalation #{}: {}\n{}", e.id, e.title, e.finding);
-        for (i, o) in e.options.iter().enumerate() {
-            println!("  {}. {o}", i + 1);
-        }
-        println!(
-            "answer with: baton answer {} <1-{}>, then run `baton sdd {}` again",
-            e.id,
-            e.options.len(),
-            r.plan
-        );
+        super::plumbing::print_escalation(e, &format!("baton sdd {}", r.plan));
     }
     Ok(())
 }
@@ -169,8 +129,8 @@ fn guard(cfg: &Config, journal: &Arc<Mutex<SqliteJournal>>) -> Result<Arc<TddCor
 
 /// Runs `baton sdd`.
 pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
-    check_budget_args(&args.budget)?;
-    let cfg = with_budget(crate::project::config(root)?, &args.budget);
+    check_budget_args(&args.run.budget)?;
+    let cfg = with_budget(crate::project::config(root)?, &args.run.budget);
     let plan_rel = relative_plan(root, &args.plan)?;
     let plan_path = root.join(&plan_rel);
     let text =
@@ -180,13 +140,7 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
     if args.max_iterations == Some(0) {
         bail!("--max-iterations 0: give 1 or more fix rounds");
     }
-    let found = super::agents::discover(root);
-    for n in &found.notices {
-        eprintln!("note: {n}");
-    }
-    for e in &found.errors {
-        eprintln!("warning: agent definition skipped: {e}");
-    }
+    let found = super::plumbing::discover_agents(root);
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = run_id("sdd");
     let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -204,7 +158,7 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
         &cfg,
         found.agents,
         Mode::Yolo,
-        args.model.clone(),
+        args.run.model.clone(),
         &run_id,
         no_sprint,
         journal.clone(),
@@ -225,11 +179,11 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
         },
         tdd: setup.tdd.is_some(),
         escalations_log: cfg.state_dir.join("escalations.log"),
-        allow_dirty: args.allow_dirty,
+        allow_dirty: args.run.allow_dirty,
     };
     let setup = Arc::new(setup);
     let cancel = setup.cancel.clone();
-    let json = args.json;
+    let json = args.run.json;
     let interactive = !json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let (answer_tx, answer_rx) = tokio::sync::mpsc::unbounded_channel();
     let engine = SddEngine::new(
@@ -240,11 +194,7 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
         events_tx,
         interactive.then_some(answer_rx),
     );
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = super::plumbing::runtime()?;
     let render = |e: &SddEvent| {
         if json {
             if let Ok(line) = serde_json::to_string(e) {
@@ -291,5 +241,5 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
         report
     });
     print_report(&report, json)?;
-    Ok(exit_code(&report))
+    Ok(super::plumbing::exit_code(report.end))
 }

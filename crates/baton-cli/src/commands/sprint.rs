@@ -151,15 +151,9 @@ fn print_event(e: &Event) {
         Event::AgentStarted { agent, model } => eprintln!("[{agent}] started on {model}"),
         Event::Turn { agent, turn } => eprintln!("[{agent}] turn {turn}"),
         Event::ToolCall { agent, tool } => eprintln!("[{agent}] {tool}"),
-        Event::Refused {
-            agent,
-            tool,
-            reason,
-        } => eprintln!("[{agent}] {tool} refused: {reason}"),
-        Event::BudgetWarning { agent, message } => {
-            eprintln!("[{agent}] budget warning: {message}")
+        e @ (Event::Refused { .. } | Event::BudgetWarning { .. } | Event::AgentFinished { .. }) => {
+            super::plumbing::print_agent_notice(e)
         }
-        Event::AgentFinished { agent, status } => eprintln!("[{agent}] {status}"),
         Event::UsageEstimated { agent, provider } => {
             eprintln!("[{agent}] warning: {}", estimated_warning(provider))
         }
@@ -300,18 +294,8 @@ pub fn run_sprint(
     args: &SprintArgs,
     settings: SprintSettings,
 ) -> Result<SprintReport> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let found = super::agents::discover(root);
-    for n in &found.notices {
-        eprintln!("note: {n}");
-    }
-    for e in &found.errors {
-        eprintln!("warning: agent definition skipped: {e}");
-    }
+    let rt = super::plumbing::runtime()?;
+    let found = super::plumbing::discover_agents(root);
     let ledger = Arc::new(Mutex::new(Ok(crate::project::ledger(cfg)?)));
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = run_id("sprint");
@@ -330,14 +314,14 @@ pub fn run_sprint(
         cfg,
         found.agents,
         mode,
-        args.model.clone(),
+        args.run.model.clone(),
         &run_id,
         ledger.clone(),
         journal,
         Some(on_agent),
     )?;
     let engine = SprintEngine::new(Arc::new(setup), ledger, settings, run_id);
-    let json = args.json;
+    let json = args.run.json;
     let interactive = !json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let mut live = (!json && std::io::stderr().is_terminal()).then(Live::default);
     let render = move |e: &Event| {
@@ -404,50 +388,27 @@ async fn drive_session(
 
 /// The exit code of a report.
 pub fn exit_code(report: &SprintReport) -> Code {
-    match report.end {
-        RunEnd::Completed => Code::Ok,
-        RunEnd::Paused => Code::Paused,
-        RunEnd::Stopped => Code::Budget,
-        RunEnd::Failed | RunEnd::Cancelled => Code::Error,
-    }
+    super::plumbing::exit_code(report.end)
 }
 
 /// Prints the report (YAML, or JSON).
 pub fn print_report(report: &SprintReport, json: bool) -> Result<()> {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string(&serde_json::json!({ "event": "report", "report": report }))?
-        );
+    if super::plumbing::print_run_report(report, json)? {
         return Ok(());
     }
-    println!(
-        "{}",
-        serde_saphyr::to_string(report)
-            .context("cannot render the report")?
-            .trim_end()
-    );
     if let (RunEnd::Paused, Some(e)) = (report.end, &report.escalation) {
-        println!("\nescalation #{}: {}\n{}", e.id, e.title, e.finding);
-        for (i, o) in e.options.iter().enumerate() {
-            println!("  {}. {o}", i + 1);
-        }
-        println!(
-            "answer with: baton answer {} <1-{}>, then run `baton sprint` again",
-            e.id,
-            e.options.len()
-        );
+        super::plumbing::print_escalation(e, "baton sprint");
     }
     Ok(())
 }
 
 /// Runs `baton sprint`.
 pub fn run(root: &Path, args: &SprintArgs) -> Result<Code> {
-    super::sdd::check_budget_args(&args.budget)?;
-    let cfg = super::sdd::with_budget(crate::project::config(root)?, &args.budget);
-    let settings = settings(&cfg, args.batch, args.stories.clone(), args.allow_dirty)?;
+    super::sdd::check_budget_args(&args.run.budget)?;
+    let cfg = super::sdd::with_budget(crate::project::config(root)?, &args.run.budget);
+    let settings = settings(&cfg, args.batch, args.stories.clone(), args.run.allow_dirty)?;
     let report = run_sprint(root, &cfg, args, settings)?;
-    print_report(&report, args.json)?;
+    print_report(&report, args.run.json)?;
     Ok(exit_code(&report))
 }
 

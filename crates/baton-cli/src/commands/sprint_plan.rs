@@ -8,7 +8,7 @@ use baton_store::journal::SqliteJournal;
 use baton_store::ledger::Now;
 use baton_store::lock::FileLock;
 use baton_store::planning::{self, shown};
-use baton_store::sprint_file::plan::{PlanJournal, PlanReport, plan_sprint, planned};
+use baton_store::sprint_file::plan::{PlanJournal, PlanReport, plan_sprint, planned_from};
 use std::path::Path;
 
 /// Plans the sprint from the epics in the planning folder; the report of what changed.
@@ -26,18 +26,7 @@ pub fn plan(root: &Path, cfg: &crate::config::Config) -> Result<PlanReport> {
             epics.path
         );
     }
-    let list: Vec<(String, Vec<String>)> = epics
-        .epics
-        .iter()
-        .map(|e| {
-            (
-                e.number.clone(),
-                e.stories.iter().map(|s| s.key.clone()).collect(),
-            )
-        })
-        .collect();
-    let stories = cfg.stories.clone();
-    let plan = planned(&list, |k| stories.join(format!("{k}.md")).is_file());
+    let plan = planned_from(&epics, &cfg.stories);
     let now = Now::system();
     let project = root
         .file_name()

@@ -8,7 +8,7 @@ use baton_agent::runner::{AgentEvent, Budget, Mode, PROGRESS_EVERY_TOKENS};
 use baton_agent::sandbox::Sandbox;
 use baton_engine::setup::Setup;
 use baton_engine::team::{self, Dispatch, TeamReport};
-use baton_store::journal::{CostEntry, Journal, RunRecord, SqliteJournal};
+use baton_store::journal::{CostEntry, Journal, SqliteJournal};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -53,26 +53,10 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
     let (dispatch, task) = dispatch(args)?;
     super::sdd::check_budget_args(&args.budget)?;
     let cfg = super::sdd::with_budget(crate::project::config(root)?, &args.budget);
-    let found = super::agents::discover(root);
-    for n in &found.notices {
-        eprintln!("note: {n}");
-    }
-    for e in &found.errors {
-        eprintln!("warning: agent definition skipped: {e}");
-    }
+    let found = super::plumbing::discover_agents(root);
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = run_id("team");
-    let started = jiff::Timestamp::now().to_string();
-    if let Ok(mut j) = journal.lock() {
-        j.begin_run(&RunRecord {
-            id: run_id.clone(),
-            kind: "team".into(),
-            started_at: started,
-            ended_at: None,
-            status: "running".into(),
-            reason: None,
-        })?;
-    }
+    super::plumbing::begin_run(&journal, &run_id, "team")?;
     let ledger = Arc::new(Mutex::new(match crate::project::ledger(&cfg) {
         Ok(l) => Ok(l),
         Err(e) => Err(format!("the sprint is not available: {e:#}")),
@@ -94,11 +78,7 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
         (!args.json).then(|| Arc::new(progress) as baton_agent::runner::EventFn),
     )?;
     let cancel = setup.cancel.clone();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let rt = super::plumbing::runtime()?;
     let report = rt.block_on(async {
         let run = team::run(&setup, &dispatch, &task, cfg.concurrency);
         tokio::pin!(run);
@@ -112,14 +92,7 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
         }
     })?;
     let (code, status, reason) = verdict(&report);
-    if let Ok(mut j) = journal.lock() {
-        j.end_run(
-            &run_id,
-            &jiff::Timestamp::now().to_string(),
-            status,
-            &reason,
-        )?;
-    }
+    super::plumbing::end_run(&journal, &run_id, status, &reason)?;
     if args.json {
         let out = serde_json::json!({ "run_id": run_id, "report": report });
         println!("{}", serde_json::to_string_pretty(&out)?);

@@ -118,23 +118,19 @@ fn review(script: Script, agent: &str, name: &str, id: &str, round: &str, text: 
     )
 }
 
+/// The spec reviewer of task `id`, round `round`, answers `text`.
+fn spec_review(script: Script, id: &str, round: &str, text: &str) -> Script {
+    review(script, "spec-reviewer", "Spec", id, round, text)
+}
+
+/// The quality reviewer of task `id`, round `round`, answers `text`.
+fn quality_review(script: Script, id: &str, round: &str, text: &str) -> Script {
+    review(script, "quality-reviewer", "Quality", id, round, text)
+}
+
 fn passing_reviews(script: Script, id: &str) -> Script {
-    let script = review(
-        script,
-        "spec-reviewer",
-        "Spec",
-        id,
-        "\\d+",
-        &verdict(true, ""),
-    );
-    review(
-        script,
-        "quality-reviewer",
-        "Quality",
-        id,
-        "\\d+",
-        &verdict(true, ""),
-    )
+    let script = spec_review(script, id, "\\d+", &verdict(true, ""));
+    quality_review(script, id, "\\d+", &verdict(true, ""))
 }
 
 fn sdd(p: &Project, extra: &[&str], code: i32) -> (Vec<Value>, Value, Run) {
@@ -271,14 +267,7 @@ fn a_two_task_plan_completes_with_the_guard_on() {
 #[test]
 fn a_spec_failure_loops_once_and_passes() {
     let script = implement(Script::new(), "1", "calc");
-    let script = review(
-        script,
-        "spec-reviewer",
-        "Spec",
-        "1",
-        "1",
-        &verdict(false, "high"),
-    );
+    let script = spec_review(script, "1", "1", &verdict(false, "high"));
     let script = fix(script, "1", 1);
     let script = passing_reviews(script, "1");
     let script = passing_reviews(implement(script, "2", "printer"), "2");
@@ -302,31 +291,10 @@ fn a_spec_failure_loops_once_and_passes() {
 #[test]
 fn max_iterations_escalate_and_an_answer_is_acted_on() {
     let script = implement(Script::new(), "1", "calc");
-    let script = review(
-        script,
-        "spec-reviewer",
-        "Spec",
-        "1",
-        "[12]",
-        &verdict(false, "high"),
-    );
+    let script = spec_review(script, "1", "[12]", &verdict(false, "high"));
     let script = fix(script, "1", 1);
-    let script = review(
-        script,
-        "spec-reviewer",
-        "Spec",
-        "1",
-        "3",
-        &verdict(true, ""),
-    );
-    let script = review(
-        script,
-        "quality-reviewer",
-        "Quality",
-        "1",
-        "1",
-        &verdict(true, ""),
-    );
+    let script = spec_review(script, "1", "3", &verdict(true, ""));
+    let script = quality_review(script, "1", "1", &verdict(true, ""));
     // Task 2's implementer writes a draft, then has nothing more to say: it fails.
     let script = script.turn(
         "implementer",
@@ -398,14 +366,7 @@ fn max_iterations_escalate_and_an_answer_is_acted_on() {
 #[test]
 fn a_verdict_without_its_block_escalates_at_once() {
     let script = implement(Script::new(), "1", "calc");
-    let script = review(
-        script,
-        "spec-reviewer",
-        "Spec",
-        "1",
-        "1",
-        "Looks fine to me, ship it.",
-    );
+    let script = spec_review(script, "1", "1", "Looks fine to me, ship it.");
     let p = project(&script, "");
     let (_, report, _) = sdd(&p, &["--no-tdd"], 3);
     assert_eq!(s(&report["escalation"], "kind"), "sdd-inconclusive");

@@ -194,22 +194,9 @@ pub struct SddStep {
     pub detail: SddDetail,
 }
 
-/// One escalation of a task.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SddEscalation {
-    /// Journal id.
-    pub id: i64,
-    /// What raised it.
-    pub kind: EscalationKind,
-    /// Its title.
-    pub title: String,
-    /// The answer, once given.
-    pub answer: Option<Choice>,
-    /// Whether the engine acted on the answer.
-    pub resolved: bool,
-    /// The newest step of the task when it was raised.
-    pub after_step: i64,
-}
+/// One escalation of a task: the same facts as a story's (`after_step` is the newest step of
+/// the task when it was raised).
+pub type SddEscalation = crate::story::EscalationFact;
 
 /// The rules a task runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -121,6 +121,23 @@ async fn execute<S: StageWork>(
     Ok(())
 }
 
+/// The escalation an agent raised, as a step records it; `finding` is what an agent that
+/// escalated without saying why is reported with.
+pub(crate) fn agent_escalation(o: &Outcome, finding: String) -> AgentEscalation {
+    match &o.escalation {
+        Some(e) => AgentEscalation {
+            title: e.title.clone(),
+            finding: e.finding.clone(),
+            options: e.options.clone(),
+        },
+        None => AgentEscalation {
+            title: "agent escalated".into(),
+            finding,
+            options: Vec::new(),
+        },
+    }
+}
+
 /// The step of an agent that did not complete.
 fn unfinished(status: AgentStatus, o: &Outcome, ctx: &StoryCtx) -> Result<Settled, EngineError> {
     let reason = o
@@ -142,18 +159,7 @@ fn unfinished(status: AgentStatus, o: &Outcome, ctx: &StoryCtx) -> Result<Settle
             StepOutcome::Halted
         }
         AgentStatus::Escalated => {
-            detail.escalation = Some(match &o.escalation {
-                Some(e) => AgentEscalation {
-                    title: e.title.clone(),
-                    finding: e.finding.clone(),
-                    options: e.options.clone(),
-                },
-                None => AgentEscalation {
-                    title: "agent escalated".into(),
-                    finding: reason,
-                    options: Vec::new(),
-                },
-            });
+            detail.escalation = Some(agent_escalation(o, reason));
             StepOutcome::Escalated
         }
         AgentStatus::Failed => StepOutcome::Failed,

@@ -13,28 +13,29 @@
 use crate::clock::{Clock, SystemClock};
 use crate::ctx::Answer;
 use crate::error::EngineError;
+use crate::escalation::{self, EscalationHost};
 use crate::prompts;
 use crate::protocol::{EscalationView, Event};
 use crate::setup::Setup;
+use crate::stages::agent_escalation;
 use crate::workflows::sprint::report::RunEnd;
 use baton_agent::outcome::{Outcome, Status as AgentStatus};
 use baton_agent::worker::{Job, Worker};
 use baton_core::budget::BudgetState;
-use baton_core::escalation::{Choice, EscalationKind};
 use baton_core::sdd::{
-    Mark, Plan, PlanTask, SddDetail, SddEnd, SddEscalation, SddRules, SddRun, SddStage, SddStep,
-    TaskDecision, TaskFacts, TaskState, TaskView, decide, view,
+    Mark, Plan, PlanTask, SddDetail, SddEnd, SddRules, SddRun, SddStage, SddStep, TaskDecision,
+    TaskFacts, TaskState, TaskView, decide, view,
 };
-use baton_core::story::{AgentEscalation, Escalate, StepOutcome};
+use baton_core::story::{Escalate, StepOutcome};
 use baton_core::verdict::{Severity, Verdict, parse_review};
 use baton_store::journal::{
     EscalationRecord, Journal, RunRecord, SddTaskRecord, SqliteJournal, StepRecord,
 };
 use serde::Serialize;
-use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 /// Settings of an SDD run.
 #[derive(Debug, Clone)]
@@ -385,20 +386,7 @@ impl SddEngine {
                     })
                 })
                 .collect(),
-            escalations: escalations
-                .into_iter()
-                .map(|e| {
-                    let kind = EscalationKind::parse(&e.kind).unwrap_or(EscalationKind::Agent);
-                    SddEscalation {
-                        id: e.id,
-                        kind,
-                        title: e.title,
-                        answer: e.answer.map(|a| Choice::from_stored(Some(kind), &a)),
-                        resolved: e.resolved_at.is_some(),
-                        after_step: e.after_step,
-                    }
-                })
-                .collect(),
+            escalations: escalations.into_iter().map(escalation::fact).collect(),
             rules: self.settings.rules,
             cancelled: self.setup.cancel.is_cancelled(),
             budget_exhausted: match self.setup.budget.check(Default::default()) {
@@ -671,20 +659,7 @@ impl SddEngine {
                 };
                 Worker::run(&runner, &job).await
             }
-            Err(e) => Outcome {
-                agent: agent.to_owned(),
-                model: String::new(),
-                status: AgentStatus::Failed,
-                reason: Some(e.to_string()),
-                summary: String::new(),
-                files_changed: Vec::new(),
-                usage: Default::default(),
-                cost_usd: 0.0,
-                turns: 0,
-                transcript: None,
-                escalation: None,
-                usage_estimated: false,
-            },
+            Err(e) => Outcome::not_started(agent, e.to_string()),
         }
     }
 
@@ -704,78 +679,36 @@ impl SddEngine {
         e: &Escalate,
         facts: &TaskFacts,
     ) -> Result<(), EngineError> {
-        let key = self.key(task);
-        let mut esc = EscalationRecord {
-            id: 0,
-            run_id: Some(self.run_id.clone()),
-            key: Some(key.clone()),
-            title: format!("task {}: {}", task.id, e.title),
-            finding: e.finding.clone(),
-            options: e.choices.iter().map(|c| c.id().to_owned()).collect(),
-            answer: None,
-            created_at: self.clock.now().rfc3339,
-            answered_at: None,
-            kind: e.kind.as_str().to_owned(),
-            resolved_at: None,
-            after_step: facts.steps.last().map_or(0, |s| s.id),
-        };
-        esc.id = self.with_journal(|j| Ok(j.raise_escalation(&esc)?))?;
-        self.log(&key, e, &esc)?;
-        let interactive = self.answers.is_some();
-        self.emit(SddEvent::Escalation {
-            escalation: EscalationView::of(&esc, interactive),
-        });
-        let Some(answers) = &self.answers else {
-            return Ok(());
-        };
-        let mut answers = answers.lock().await;
-        loop {
-            let answer = tokio::select! {
-                a = answers.recv() => a,
-                () = self.setup.cancel.cancelled() => None,
-            };
-            match answer {
-                Some(Answer::Chose(id, choice))
-                    if id == esc.id && esc.options.contains(&choice) =>
-                {
-                    let at = self.clock.now().rfc3339;
-                    self.with_journal(|j| Ok(j.answer_escalation(esc.id, &choice, &at)?))?;
-                    return Ok(());
-                }
-                Some(Answer::Later(id)) if id == esc.id => return Ok(()),
-                Some(_) => {}
-                None => return Ok(()),
-            }
-        }
+        let title = format!("task {}: {}", task.id, e.title);
+        let after_step = facts.steps.last().map_or(0, |s| s.id);
+        escalation::raise_in(self, &self.key(task), title, e, after_step).await
     }
+}
 
-    fn log(&self, key: &str, e: &Escalate, esc: &EscalationRecord) -> Result<(), EngineError> {
-        let line = format!(
-            "{} #{} [{}] {}: {} — {} | options: {}\n",
-            esc.created_at,
-            esc.id,
-            key,
-            e.kind,
-            esc.title,
-            e.finding.replace('\n', " "),
-            e.choices
-                .iter()
-                .enumerate()
-                .map(|(i, c)| format!("{}) {}", i + 1, c.label()))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        let path = &self.settings.escalations_log;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|err| EngineError::file(dir, err))?;
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|err| EngineError::file(path, err))?;
-        f.write_all(line.as_bytes())
-            .map_err(|err| EngineError::file(path, err))
+impl EscalationHost for SddEngine {
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+    fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
+    }
+    fn answers(&self) -> Option<&tokio::sync::Mutex<mpsc::UnboundedReceiver<Answer>>> {
+        self.answers.as_ref()
+    }
+    fn cancel(&self) -> &CancellationToken {
+        &self.setup.cancel
+    }
+    fn escalations_log(&self) -> &Path {
+        &self.settings.escalations_log
+    }
+    fn with_journal<T>(
+        &self,
+        f: impl FnOnce(&mut SqliteJournal) -> Result<T, EngineError>,
+    ) -> Result<T, EngineError> {
+        SddEngine::with_journal(self, f)
+    }
+    fn emit_escalation(&self, escalation: EscalationView) {
+        self.emit(SddEvent::Escalation { escalation });
     }
 }
 
@@ -814,18 +747,7 @@ fn settle(r: &SddRun, o: &Outcome) -> (StepOutcome, SddDetail) {
         },
         AgentStatus::Halted => StepOutcome::Halted,
         AgentStatus::Escalated => {
-            detail.escalation = Some(match &o.escalation {
-                Some(e) => AgentEscalation {
-                    title: e.title.clone(),
-                    finding: e.finding.clone(),
-                    options: e.options.clone(),
-                },
-                None => AgentEscalation {
-                    title: "agent escalated".into(),
-                    finding: o.reason.clone().unwrap_or_default(),
-                    options: Vec::new(),
-                },
-            });
+            detail.escalation = Some(agent_escalation(o, o.reason.clone().unwrap_or_default()));
             StepOutcome::Escalated
         }
         AgentStatus::Failed => StepOutcome::Failed,

@@ -15,6 +15,7 @@
 use super::{EditError, EditOptions, LoadError, PersistError, SprintDoc};
 use crate::journal::{Journal, JournalError, NewEvent};
 use baton_core::key::{EpicId, KeyKind, classify};
+use baton_core::plan::docs::Epics;
 use baton_core::stamp::Stamp;
 use baton_core::status::{Status, StatusValue};
 use serde::Serialize;
@@ -25,6 +26,22 @@ use std::path::Path;
 pub struct PlannedEpic {
     /// `epic-N`, the stories, `epic-N-retrospective`, each with its default status.
     pub entries: Vec<(String, Status)>,
+}
+
+/// Builds the plan of an epics document, in its order: a story whose file
+/// `<stories_dir>/<key>.md` exists is floored at `ready-for-dev`.
+pub fn planned_from(epics: &Epics, stories_dir: &Path) -> Vec<PlannedEpic> {
+    let list: Vec<(String, Vec<String>)> = epics
+        .epics
+        .iter()
+        .map(|e| {
+            (
+                e.number.clone(),
+                e.stories.iter().map(|s| s.key.clone()).collect(),
+            )
+        })
+        .collect();
+    planned(&list, |k| stories_dir.join(format!("{k}.md")).is_file())
 }
 
 /// Builds the plan: for each `(epic number, story keys)`, the epic, its stories and its

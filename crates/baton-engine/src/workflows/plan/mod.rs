@@ -16,7 +16,7 @@ pub mod templates;
 
 use crate::prompts::render;
 use crate::setup::{Setup, SetupError};
-use baton_agent::outcome::Status as AgentStatus;
+use baton_agent::outcome::{Outcome, Status as AgentStatus};
 use baton_core::plan::check::{Finding, Severity, has_high};
 use baton_core::plan::docs::ReqKind;
 use baton_core::plan::pipeline::{DocState, PlanDecision, PlanStep, Readiness, decide, path};
@@ -24,7 +24,7 @@ use baton_core::stamp::Stamp;
 use baton_store::frontmatter::{Checkpoints, Document, FrontmatterError};
 use baton_store::journal::SqliteJournal;
 use baton_store::planning::{self, LoadedPlan, ReadError, shown};
-use baton_store::sprint_file::plan::{PlanJournal, PlanReport, plan_sprint, planned};
+use baton_store::sprint_file::plan::{PlanJournal, PlanReport, plan_sprint, planned_from};
 pub use facts::Paths;
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -244,6 +244,20 @@ fn yaml_str(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
+/// `AGENT ended STATUS: REASON`, for an agent that did not complete.
+fn ended(outcome: &Outcome) -> String {
+    format!(
+        "{} ended {}{}",
+        outcome.agent,
+        outcome.status.as_str(),
+        outcome
+            .reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default()
+    )
+}
+
 /// The document the agent answered, without a frontmatter block or a wrapping code fence.
 fn clean_body(answer: &str) -> String {
     let mut t = answer.trim();
@@ -383,18 +397,7 @@ fn sprint_step(opts: &PlanOptions) -> Result<Result<StepDone, String>, PlanError
             epics.path
         )));
     }
-    let list: Vec<(String, Vec<String>)> = epics
-        .epics
-        .iter()
-        .map(|e| {
-            (
-                e.number.clone(),
-                e.stories.iter().map(|s| s.key.clone()).collect(),
-            )
-        })
-        .collect();
-    let stories = paths.stories.clone();
-    let plan = planned(&list, |k| stories.join(format!("{k}.md")).is_file());
+    let plan = planned_from(epics, &paths.stories);
     let _lock =
         baton_store::lock::FileLock::acquire(&opts.lock_path).map_err(|e| PlanError::Io {
             path: opts.lock_path.clone(),
@@ -523,16 +526,7 @@ async fn agent_step(
     let (runner, def) = setup.runner(step.role())?;
     let outcome = runner.run(&def, &task).await;
     if outcome.status != AgentStatus::Completed {
-        return Ok(Err(format!(
-            "{} ended {}{}",
-            outcome.agent,
-            outcome.status.as_str(),
-            outcome
-                .reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
-        )));
+        return Ok(Err(ended(&outcome)));
     }
     let mut body = clean_body(&outcome.summary);
     if body.trim().is_empty() {
@@ -731,16 +725,7 @@ pub async fn converse(setup: &Setup, view: &RouteView) -> Result<String, PlanErr
     let (runner, def) = setup.runner("bmad-master")?;
     let outcome = runner.run(&def, &task).await;
     if outcome.status != AgentStatus::Completed {
-        return Ok(format!(
-            "(the router could not talk: {} ended {}{})",
-            outcome.agent,
-            outcome.status.as_str(),
-            outcome
-                .reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
-        ));
+        return Ok(format!("(the router could not talk: {})", ended(&outcome)));
     }
     Ok(outcome.summary)
 }

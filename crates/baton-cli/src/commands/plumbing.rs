@@ -1,0 +1,124 @@
+//! The plumbing the commands that run agents share (`baton sprint`, `sdd`, `team`, `plan`):
+//! discovering the agents with their notices, the async runtime, the journal's record of a run,
+//! a run end's exit code, and the lines that tell a person how to answer a paused run's
+//! escalation.
+
+use crate::commands::Code;
+use anyhow::{Context, Result};
+use baton_agent::discovery::Discovery;
+use baton_engine::protocol::{EscalationView, Event};
+use baton_engine::sprint::RunEnd;
+use baton_store::journal::{Journal, RunRecord, SqliteJournal};
+use serde::Serialize;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// Discovers the agents of the project at `root`, printing the notices and the definitions
+/// that were skipped to stderr.
+pub fn discover_agents(root: &Path) -> Discovery {
+    let found = super::agents::discover(root);
+    for n in &found.notices {
+        eprintln!("note: {n}");
+    }
+    for e in &found.errors {
+        eprintln!("warning: agent definition skipped: {e}");
+    }
+    found
+}
+
+/// The async runtime a command's run is driven on.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Journals the start of run `run_id` of `kind` (a journal whose lock is poisoned is skipped).
+pub fn begin_run(journal: &Mutex<SqliteJournal>, run_id: &str, kind: &str) -> Result<()> {
+    if let Ok(mut j) = journal.lock() {
+        j.begin_run(&RunRecord {
+            id: run_id.to_owned(),
+            kind: kind.into(),
+            started_at: jiff::Timestamp::now().to_string(),
+            ended_at: None,
+            status: "running".into(),
+            reason: None,
+        })?;
+    }
+    Ok(())
+}
+
+/// Journals the end of run `run_id` (a journal whose lock is poisoned is skipped).
+pub fn end_run(
+    journal: &Mutex<SqliteJournal>,
+    run_id: &str,
+    status: &str,
+    reason: &str,
+) -> Result<()> {
+    if let Ok(mut j) = journal.lock() {
+        j.end_run(run_id, &jiff::Timestamp::now().to_string(), status, reason)?;
+    }
+    Ok(())
+}
+
+/// The exit code of a run that ended `end`.
+pub fn exit_code(end: RunEnd) -> Code {
+    match end {
+        RunEnd::Completed => Code::Ok,
+        RunEnd::Paused => Code::Paused,
+        RunEnd::Stopped => Code::Budget,
+        RunEnd::Failed | RunEnd::Cancelled => Code::Error,
+    }
+}
+
+/// Prints an agent's refused tool call, budget warning or end to stderr (other events are not
+/// notices and print nothing).
+pub fn print_agent_notice(e: &Event) {
+    match e {
+        Event::Refused {
+            agent,
+            tool,
+            reason,
+        } => eprintln!("[{agent}] {tool} refused: {reason}"),
+        Event::BudgetWarning { agent, message } => {
+            eprintln!("[{agent}] budget warning: {message}")
+        }
+        Event::AgentFinished { agent, status } => eprintln!("[{agent}] {status}"),
+        _ => {}
+    }
+}
+
+/// Prints a run's report: one JSON line (`{"event":"report",…}`) when `json`, else YAML.
+/// Whether it was JSON (nothing else is to be printed then).
+pub fn print_run_report(report: &impl Serialize, json: bool) -> Result<bool> {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&serde_json::json!({ "event": "report", "report": report }))?
+        );
+        return Ok(true);
+    }
+    println!(
+        "{}",
+        serde_saphyr::to_string(report)
+            .context("cannot render the report")?
+            .trim_end()
+    );
+    Ok(false)
+}
+
+/// Prints the escalation a run paused on and how to answer it; `again` is the command that
+/// resumes the run (`baton sprint`).
+pub fn print_escalation(e: &EscalationView, again: &str) {
+    println!("\nescalation #{}: {}\n{}", e.id, e.title, e.finding);
+    for (i, o) in e.options.iter().enumerate() {
+        println!("  {}. {o}", i + 1);
+    }
+    println!(
+        "answer with: baton answer {} <1-{}>, then run `{again}` again",
+        e.id,
+        e.options.len()
+    );
+}
