@@ -313,6 +313,27 @@ impl Tool for WriteFile {
     }
 }
 
+/// Replaces `abs` with `bytes` through a temporary file beside it and a rename, keeping the
+/// file's permissions: a run killed at any instant leaves the old content or the new, never an
+/// empty or half-written file (a truncated story file would lose its `Status:` line, and the
+/// resumed agent's rewrite would then be refused as a status change). A temporary file a kill
+/// leaves behind is named `.<name>.baton-tmp-…`, which commits exclude and recovery removes.
+async fn write_whole(abs: &Path, bytes: &[u8], shown: &str) -> Result<(), ToolResult> {
+    let path = abs.to_path_buf();
+    let bytes = bytes.to_vec();
+    let written =
+        tokio::task::spawn_blocking(move || baton_store::atomic::replace_unsynced(&path, &bytes))
+            .await;
+    match written {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(ToolResult::error(format!(
+            "cannot write `{shown}`: {}",
+            e.source
+        ))),
+        Err(e) => Err(ToolResult::error(format!("cannot write `{shown}`: {e}"))),
+    }
+}
+
 async fn write_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolResult> {
     let path = str_arg(args, "path")?;
     let content = str_arg(args, "content")?;
@@ -334,9 +355,7 @@ async fn write_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolR
             .check_content(&abs, before.as_deref(), content)
             .map_err(refused)?;
     }
-    tokio::fs::write(&abs, content)
-        .await
-        .map_err(|e| ToolResult::error(format!("cannot write `{shown}`: {e}")))?;
+    write_whole(&abs, content.as_bytes(), &shown).await?;
     Ok(ToolResult::ok(format!(
         "wrote {} bytes to `{shown}` ({})",
         content.len(),
@@ -422,9 +441,7 @@ async fn edit_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolRe
     ctx.sandbox
         .check_content(&abs, Some(&text), &edited)
         .map_err(refused)?;
-    tokio::fs::write(&abs, &edited)
-        .await
-        .map_err(|e| ToolResult::error(format!("cannot write `{shown}`: {e}")))?;
+    write_whole(&abs, edited.as_bytes(), &shown).await?;
     Ok(ToolResult::ok(format!(
         "edited `{shown}`: replaced 1 occurrence ({} → {} lines)",
         old.lines().count().max(1),

@@ -1069,3 +1069,47 @@ async fn edit_file_never_writes_back_a_lossy_decoding() {
         r.content
     );
 }
+
+#[tokio::test]
+async fn writes_replace_whole_files_and_keep_their_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_dir, root) = project();
+    put(&root, "bin/run.sh", "echo old\n");
+    fs::set_permissions(root.join("bin/run.sh"), fs::Permissions::from_mode(0o750)).unwrap();
+    // Hard-link the old file: a write in place (truncate, then write) would change the linked
+    // copy too; a replacement leaves it holding the old content.
+    fs::hard_link(root.join("bin/run.sh"), root.join("old-copy")).unwrap();
+    let ctx = context(&root);
+    let r = call(
+        &ctx,
+        "write_file",
+        json!({"path": "bin/run.sh", "content": "echo new\n"}),
+    )
+    .await;
+    assert!(!r.is_error, "{}", r.content);
+    let r = call(
+        &ctx,
+        "edit_file",
+        json!({"path": "bin/run.sh", "old_string": "new", "new_string": "newer"}),
+    )
+    .await;
+    assert!(!r.is_error, "{}", r.content);
+    assert_eq!(
+        fs::read_to_string(root.join("bin/run.sh")).unwrap(),
+        "echo newer\n"
+    );
+    assert_eq!(
+        fs::read_to_string(root.join("old-copy")).unwrap(),
+        "echo old\n"
+    );
+    let mode = fs::metadata(root.join("bin/run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o750);
+    let left: Vec<_> = fs::read_dir(root.join("bin"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "temporary files left: {left:?}");
+}
