@@ -139,6 +139,13 @@ pub async fn tidy(run: &RunCtx) -> Result<(), EngineError> {
     let Some(prev) = interrupted_run(run)? else {
         return Ok(());
     };
+    // An agent's file write killed between its temp file and the rename leaves the temp file
+    // beside its target, anywhere in the tree (commits leave such files out).
+    let ws = run.workspace();
+    let snapshot = ws.snapshot().await;
+    for path in snapshot.dirty().filter(|p| is_temp_file(p)) {
+        let _ = std::fs::remove_file(ws.root().join(path));
+    }
     if !owned_by_a_step(run, &prev.id)? {
         let message = recovered_stage(run, &prev.id)
             .await?
@@ -154,6 +161,13 @@ pub async fn tidy(run: &RunCtx) -> Result<(), EngineError> {
             "interrupted; resumed by a later run",
         )?)
     })
+}
+
+/// Whether the root-relative `path` names a temporary file of an interrupted write
+/// (`.<name>.baton-tmp-…`).
+fn is_temp_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.starts_with('.') && name.contains(".baton-tmp-")
 }
 
 /// Whether the killed run's leftovers belong to its newest step: one cut off before it settled
@@ -222,8 +236,17 @@ async fn recovered_stage(run: &RunCtx, run_id: &str) -> Result<Option<String>, E
 
 #[cfg(test)]
 mod tests {
-    use super::OwnedFiles;
+    use super::{OwnedFiles, is_temp_file};
     use std::path::Path;
+
+    #[test]
+    fn temp_files_of_interrupted_writes_are_recognized_by_their_name() {
+        assert!(is_temp_file("src/.lib.rs.baton-tmp-abx0mF"));
+        assert!(is_temp_file(".notes.md.baton-tmp-1"));
+        assert!(!is_temp_file("src/lib.rs"));
+        assert!(!is_temp_file("src/lib.rs.baton-tmp-1"));
+        assert!(!is_temp_file(".baton-tmp-dir/lib.rs"));
+    }
 
     #[test]
     fn baton_owns_its_config_state_sprint_file_and_story_files_only() {
