@@ -42,6 +42,17 @@ impl Status {
     }
 }
 
+/// Why a cancelled run stopped: typed, so that nothing downstream reads it off the reason's
+/// words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    /// The run was cancelled (Ctrl-C, the run ending).
+    Cancelled,
+    /// The budget refused the dispatch, or a stream crossed the hard limit.
+    Budget,
+}
+
 /// The outcome of one agent run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Outcome {
@@ -71,6 +82,9 @@ pub struct Outcome {
     /// or a call was cut off before it did).
     #[serde(default)]
     pub usage_estimated: bool,
+    /// For a `cancelled` run: what stopped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Stop>,
 }
 
 impl Outcome {
@@ -90,6 +104,7 @@ impl Outcome {
             transcript: None,
             escalation: None,
             usage_estimated: false,
+            stop: None,
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use crate::definition::AgentDef;
 use crate::guard::{GuardChain, Inspected, Verdict};
-use crate::outcome::{Outcome, Status, halt_reason};
+use crate::outcome::{Outcome, Status, Stop, halt_reason};
 use crate::tools::{Escalation, ToolContext, Toolbox};
 use crate::transcript::Transcript;
 use crate::workspace::Workspace;
@@ -357,6 +357,11 @@ impl Runner {
             transcript: transcript.path().map(Path::to_path_buf),
             escalation: state.escalation,
             usage_estimated: state.usage_estimated,
+            stop: match status {
+                Status::Cancelled if state.budget_stop => Some(Stop::Budget),
+                Status::Cancelled => Some(Stop::Cancelled),
+                _ => None,
+            },
         };
         transcript.write("outcome", &outcome);
         if outcome.turns > 0 {
@@ -422,7 +427,10 @@ impl Runner {
                 agent: def.name.clone(),
                 message: why,
             }),
-            Admission::Refuse(why) => return Err((Status::Cancelled, format!("budget: {why}"))),
+            Admission::Refuse(why) => {
+                st.budget_stop = true;
+                return Err((Status::Cancelled, format!("budget: {why}")));
+            }
         }
         // The tail of the agent's own words, for the context sources.
         let mut recent = String::new();
@@ -438,6 +446,7 @@ impl Runner {
             }
             match self.budget.check(Spend::default()) {
                 BudgetState::Exhausted(why) => {
+                    st.budget_stop = true;
                     return Err((Status::Cancelled, format!("budget: {why}")));
                 }
                 BudgetState::Warn(why) if !warned => {
@@ -538,6 +547,8 @@ impl Runner {
                         "aborted",
                         serde_json::json!({ "reason": reason, "partial_text": partial.text }),
                     );
+                    // Only the budget stops a stream mid-way (the sink above).
+                    st.budget_stop = true;
                     return Err((Status::Cancelled, reason));
                 }
                 // The partial answer in `st.in_flight` is accounted and kept by `run`.
@@ -752,6 +763,8 @@ fn keep_tail(s: &mut String, max: usize) {
 
 #[derive(Default)]
 struct RunState {
+    /// The budget stopped the run.
+    budget_stop: bool,
     turns: u32,
     usage: Usage,
     usage_estimated: bool,

@@ -15,6 +15,7 @@ mod limits;
 mod narrow;
 mod plan_args;
 mod project;
+mod render;
 mod trust;
 
 use clap::Parser;

@@ -8,7 +8,7 @@
 //! written by other tools (`awaiting-operator`) are kept, not done and not actionable.
 
 use crate::key::KeyKind;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
 /// A status baton understands.
@@ -138,6 +138,14 @@ impl Serialize for Status {
     }
 }
 
+impl<'de> Deserialize<'de> for Status {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Status, D::Error> {
+        let raw = String::deserialize(d)?;
+        Status::parse(&raw)
+            .ok_or_else(|| serde::de::Error::custom(format!("`{raw}` is not a status")))
+    }
+}
+
 /// A status value as read from the file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum StatusValue {
@@ -208,6 +216,20 @@ impl fmt::Display for StatusValue {
 impl Serialize for StatusValue {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
+    }
+}
+
+/// Reads the spelling [`Serialize`] writes back as it was: a status by its own name, a known
+/// foreign value as foreign, anything else as unknown (no legacy normalisation: that needs the
+/// key's kind, which a bare value does not carry).
+impl<'de> Deserialize<'de> for StatusValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<StatusValue, D::Error> {
+        let raw = String::deserialize(d)?;
+        Ok(match Status::parse(&raw) {
+            Some(s) => StatusValue::Known(s),
+            None if KNOWN_FOREIGN.contains(&raw.as_str()) => StatusValue::Foreign(raw),
+            None => StatusValue::Unknown(raw),
+        })
     }
 }
 

@@ -44,16 +44,18 @@
 )]
 
 use baton_agent::discovery::{self, Locations};
-use baton_agent::runner::{AgentEvent, Budget, Mode};
+use baton_agent::runner::{Budget, Mode};
 use baton_agent::sandbox::Sandbox;
 use baton_agent::tools::CommandPolicy;
 use baton_core::budget::BudgetLimits;
 use baton_core::dispatch::DispatchOptions;
 use baton_core::status::Status;
-use baton_engine::protocol::Event;
+use baton_engine::protocol::{Event, EventBody};
+use baton_engine::run::{JournalHandle, Run, RunKind, RunSpec};
 use baton_engine::setup::Setup;
 use baton_engine::sprint::{RunEnd, SprintEngine, SprintSettings};
 use baton_engine::sprint_tools::{self, SharedLedger};
+use baton_engine::workflow::Workflow;
 use baton_store::journal::{CostEntry, Journal, SqliteJournal};
 use baton_store::ledger::{Ledger, LedgerOptions, Now};
 use serde_json::{Value, json};
@@ -446,10 +448,10 @@ impl Recorder {
     }
 
     fn sprint(&mut self, e: &Event) {
-        let label = match e {
-            Event::RunStarted { .. } => "run_started".to_owned(),
-            Event::Stage { stage, .. } => format!("stage {stage}"),
-            Event::Transition { key, to, .. } => {
+        let label = match &e.body {
+            EventBody::RunStarted { .. } => "run_started".to_owned(),
+            EventBody::Stage { stage, .. } => format!("stage {stage}"),
+            EventBody::Transition { key, to, .. } => {
                 self.transitions += 1;
                 if key.starts_with("epic-") {
                     format!("transition epic {to}")
@@ -457,45 +459,39 @@ impl Recorder {
                     format!("transition {to}")
                 }
             }
-            Event::Tests { .. } => {
+            EventBody::Tests { .. } => {
                 self.tests += 1;
                 "tests".to_owned()
             }
-            Event::Commit { .. } => {
+            EventBody::Commit { .. } => {
                 self.commits += 1;
                 "commit".to_owned()
             }
-            Event::CommitFailed { .. } => "commit_failed".to_owned(),
-            Event::Escalation { .. } => "escalation".to_owned(),
-            Event::StoryFinished { .. } => {
+            EventBody::CommitFailed { .. } => "commit_failed".to_owned(),
+            EventBody::Escalation { .. } => "escalation".to_owned(),
+            EventBody::StoryFinished { .. } => {
                 self.story_ends.push(Instant::now());
                 "story_finished".to_owned()
             }
-            _ => "agent".to_owned(),
-        };
-        self.mark(label);
-    }
-
-    fn agent(&mut self, e: &AgentEvent) {
-        let label = match e {
-            AgentEvent::Started { agent, .. } => {
+            EventBody::AgentStarted { agent, .. } => {
                 self.agent_runs += 1;
                 format!("agent_started {agent}")
             }
-            AgentEvent::Turn { turn, .. } => {
+            EventBody::Turn { turn, .. } => {
                 self.turns += 1;
                 format!("turn {}", (*turn).min(3))
             }
-            AgentEvent::ToolCall { .. } => {
+            EventBody::ToolCall { .. } => {
                 self.tool_calls += 1;
                 "tool_call".to_owned()
             }
-            AgentEvent::Refused { .. } => "refused".to_owned(),
-            AgentEvent::Usage { .. } => "usage".to_owned(),
-            AgentEvent::Streaming { .. } => "streaming".to_owned(),
-            AgentEvent::UsageEstimated { .. } => "usage_estimated".to_owned(),
-            AgentEvent::BudgetWarning { .. } => "budget_warning".to_owned(),
-            AgentEvent::Finished { agent, .. } => format!("agent_finished {agent}"),
+            EventBody::Refused { .. } => "refused".to_owned(),
+            EventBody::Usage { .. } => "usage".to_owned(),
+            EventBody::Streaming { .. } => "streaming".to_owned(),
+            EventBody::UsageEstimated { .. } => "usage_estimated".to_owned(),
+            EventBody::BudgetWarning { .. } => "budget_warning".to_owned(),
+            EventBody::AgentFinished { agent, .. } => format!("agent_finished {agent}"),
+            _ => "other".to_owned(),
         };
         self.mark(label);
     }
@@ -704,11 +700,9 @@ fn child(variant: &str) {
         }
     }));
     let rec = Arc::new(Mutex::new(Recorder::default()));
-    let agent_rec = rec.clone();
-    setup.on_event = Some(Arc::new(move |e| agent_rec.lock().unwrap().agent(e)));
     let sprint_rec = rec.clone();
+    let setup = Arc::new(setup);
     let engine = SprintEngine {
-        setup: Arc::new(setup),
         ledger: ledger.clone(),
         settings: SprintSettings {
             root: root.clone(),
@@ -733,8 +727,6 @@ fn child(variant: &str) {
             retrospective: false,
             allow_dirty: false,
         },
-        run_id,
-        clock: Arc::new(baton_engine::clock::SystemClock),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -747,14 +739,20 @@ fn child(variant: &str) {
 
     let started = Instant::now();
     let report = rt.block_on(async {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+        let (run, mut io) = Run::new(RunSpec {
+            id: run_id,
+            kind: RunKind::Sprint,
+            setup,
+            journal: JournalHandle::Ledger(ledger.clone()),
+            escalations_log: root.join("_bmad-output").join("escalations.log"),
+            interactive: false,
+        });
         let drain = tokio::spawn(async move {
-            while let Some(e) = rx.recv().await {
+            while let Some(e) = io.events.recv().await {
                 sprint_rec.lock().unwrap().sprint(&e);
             }
         });
-        let run = engine.context(tx, None);
-        let report = engine.run(run).await;
+        let report = Workflow::run(engine, run).await;
         let _ = drain.await;
         report
     });
@@ -926,7 +924,6 @@ fn child(variant: &str) {
     });
     println!("@result {result}");
     drop(rec);
-    drop(engine);
     drop(ledger);
     drop(rt);
 }

@@ -1,25 +1,21 @@
-//! The engine's only IO seam: a run's shared context, and one story's view of it.
+//! The sprint's view of a run, and one story's view of it.
 //!
-//! [`RunCtx`] holds what every story of a run shares — the agents, the sprint ledger (sprint file
-//! and journal), the workspace, the clock, the settings, the event channel and, when a human is
-//! at a terminal, the channel their answers arrive on. [`StoryCtx`] is the per-story view the
-//! driver and the stages work through: it loads a story's facts, journals steps, carries out
-//! moves (with their stage commits), and raises and resolves escalations. Nothing outside these
-//! two types touches a file, the journal or git on a story's behalf.
+//! [`RunCtx`] is a [`Run`] (agents, workers, journal, clock, events, escalations) plus what only
+//! a sprint has: the sprint ledger (sprint file and journal) and the sprint's settings.
+//! [`StoryCtx`] is the per-story unit the driver and the stages work through: it loads a story's
+//! facts, journals steps and runs agents through the run, carries out moves (with their stage
+//! commits), and raises and resolves escalations. Nothing outside these two types and the run
+//! touches a file, the journal or git on a story's behalf.
 
-use crate::clock::Clock;
 use crate::error::EngineError;
-use crate::escalation;
-use crate::protocol::Event;
+use crate::protocol::{EventBody, UnitKey};
+use crate::run::{Run, escalate};
 use crate::settings::SprintSettings;
-use crate::setup::Setup;
 use crate::sprint_tools::SharedLedger;
 use crate::story_doc;
 use crate::workflows::sprint::report::StoryReport;
 use baton_agent::outcome::Outcome;
 use baton_agent::runner::Mode;
-use baton_agent::worker::Job;
-use baton_agent::workspace::Workspace;
 use baton_core::actor::Actor;
 use baton_core::dispatch::Stage;
 use baton_core::status::{Status, StatusValue};
@@ -31,46 +27,30 @@ use baton_store::ledger::{Ledger, Request};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
 
-/// A human's answer arriving from a front end.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// This choice (stored form) for this escalation.
-    Chose(i64, String),
-    /// Later (`baton answer`).
-    Later(i64),
-}
-
-/// What every story of a run shares.
+/// What every story of a sprint run shares: the [`Run`] (reached through `Deref`), the sprint
+/// ledger and the sprint's settings.
 pub struct RunCtx {
-    /// Agents and their shared settings (budget, cancellation, mode).
-    pub setup: Arc<Setup>,
+    /// The run.
+    pub run: Arc<Run>,
     /// The sprint ledger.
     pub ledger: SharedLedger,
     /// Settings.
     pub settings: SprintSettings,
-    /// This run's id.
-    pub run_id: String,
-    /// The clock.
-    pub clock: Arc<dyn Clock>,
-    /// Where events go.
-    pub events: mpsc::UnboundedSender<Event>,
-    /// Answers from a human at a terminal (`None`: nobody can answer now).
-    pub answers: Option<tokio::sync::Mutex<mpsc::UnboundedReceiver<Answer>>>,
-    /// Stage commits that failed in this run.
-    pub commit_failures: Mutex<Vec<String>>,
+}
+
+impl std::ops::Deref for RunCtx {
+    type Target = Run;
+
+    fn deref(&self) -> &Run {
+        &self.run
+    }
 }
 
 impl RunCtx {
-    /// Sends an event (a front end that went away is not the engine's problem).
-    pub fn emit(&self, e: Event) {
-        let _ = self.events.send(e);
-    }
-
-    /// The workspace.
-    pub fn workspace(&self) -> &Arc<Workspace> {
-        &self.setup.workspace
+    /// Sends an event about the run as a whole.
+    pub fn emit(&self, body: EventBody) {
+        self.run.emit_run(body);
     }
 
     /// Runs `f` on the ledger.
@@ -115,25 +95,10 @@ impl RunCtx {
         baton_store::story_file::find(dir, key).unwrap_or_else(|| dir.join(format!("{key}.md")))
     }
 
-    /// Commits everything with `message`, reporting the commit (or why it failed) as an event.
+    /// Commits everything with `message` for story `key` (`-`: the run's own commit).
     pub async fn commit(&self, key: &str, message: String) {
-        match self.workspace().commit_all(&message).await {
-            Ok(Some(_)) => self.emit(Event::Commit {
-                key: key.to_owned(),
-                message,
-            }),
-            Ok(None) => {}
-            Err(e) => {
-                if let Ok(mut f) = self.commit_failures.lock() {
-                    f.push(format!("{message}: {e}"));
-                }
-                self.emit(Event::CommitFailed {
-                    key: key.to_owned(),
-                    message,
-                    error: e.to_string(),
-                });
-            }
-        }
+        let unit = (key != "-").then(|| UnitKey::Story(key.to_owned()));
+        self.run.commit(unit.as_ref(), message).await;
     }
 
     /// Facts of `key`, for [`baton_core::story::decide`].
@@ -196,7 +161,7 @@ impl RunCtx {
                 .into_iter()
                 .filter_map(|s| self.step_fact(s))
                 .collect(),
-            escalations: escalations.into_iter().map(escalation::fact).collect(),
+            escalations: escalations.into_iter().map(escalate::fact).collect(),
             entered,
             rules: Rules {
                 dispatch: self.settings.dispatch,
@@ -228,7 +193,7 @@ impl RunCtx {
             stage,
             round: s.attempt,
             outcome: s.outcome.as_deref().and_then(StepOutcome::parse),
-            this_run: s.run_id == self.run_id,
+            this_run: s.run_id == self.run.id,
             detail,
         })
     }
@@ -262,9 +227,14 @@ impl StoryCtx {
         self.run.story_path(&self.key)
     }
 
-    /// Sends an event.
-    pub fn emit(&self, e: Event) {
-        self.run.emit(e);
+    /// The story as a unit of work.
+    pub fn unit(&self) -> UnitKey {
+        UnitKey::Story(self.key.clone())
+    }
+
+    /// Sends an event about the story.
+    pub fn emit(&self, body: EventBody) {
+        self.run.emit_unit(&self.unit(), body);
     }
 
     /// The facts [`baton_core::story::decide`] reads.
@@ -283,20 +253,12 @@ impl StoryCtx {
             agent: Some(plan.agent.to_owned()),
             ..StepDetail::default()
         };
-        let step = StepRecord {
-            id: 0,
-            run_id: self.run.run_id.clone(),
-            key: Some(self.key.clone()),
-            stage: plan.stage.to_string(),
-            attempt: plan.round,
-            input_hash: String::new(),
-            outcome: None,
-            started_at: self.run.clock.now().rfc3339,
-            ended_at: None,
-            detail: serde_json::to_string(&detail).ok(),
-        };
-        self.run
-            .with_ledger(|l| Ok(l.journal_mut().begin_step(&step)?))
+        self.run.begin_step(
+            &self.unit(),
+            plan.stage.as_str(),
+            plan.round,
+            serde_json::to_string(&detail).ok(),
+        )
     }
 
     /// Journals how a step ended.
@@ -306,12 +268,8 @@ impl StoryCtx {
         outcome: StepOutcome,
         detail: &StepDetail,
     ) -> Result<(), EngineError> {
-        let at = self.run.clock.now().rfc3339;
-        let detail = serde_json::to_string(detail).ok();
-        self.run.with_ledger(|l| {
-            Ok(l.journal_mut()
-                .end_step(id, &at, outcome.as_str(), detail.as_deref())?)
-        })
+        self.run
+            .end_step(id, outcome, serde_json::to_string(detail).ok())
     }
 
     /// Runs `agent` on `task` and accounts its usage in the story's report.
@@ -319,16 +277,11 @@ impl StoryCtx {
         if let Ok(mut r) = self.report.lock() {
             r.agents.push(agent.to_owned());
         }
-        let outcome = match self.run.setup.worker(agent) {
-            Ok((worker, def)) => {
-                let job = Job {
-                    agent: def,
-                    task: task.to_owned(),
-                };
-                worker.run(&job).await
-            }
-            Err(e) => Outcome::not_started(agent, e.to_string()),
-        };
+        let outcome = self
+            .run
+            .run
+            .run_agent(Some(&self.unit()), agent, task)
+            .await;
         if let Ok(mut r) = self.report.lock() {
             r.input_tokens += outcome.usage.total_input();
             r.output_tokens += outcome.usage.output_tokens;
@@ -368,7 +321,7 @@ impl StoryCtx {
             reason: m.reason.clone(),
             note: None,
             force: m.force,
-            run_id: Some(self.run.run_id.clone()),
+            run_id: Some(self.run.id.clone()),
         };
         let now = self.run.clock.now();
         let (applied, sprint_file) = self.run.with_ledger(|l| {
@@ -387,7 +340,7 @@ impl StoryCtx {
             let Some(to) = Status::parse(&a.to) else {
                 continue;
             };
-            self.emit(Event::Transition {
+            self.emit(EventBody::Transition {
                 key: a.key,
                 from,
                 to,
@@ -401,7 +354,9 @@ impl StoryCtx {
 
     /// Raises an escalation; with a human at the terminal, waits for their answer.
     pub async fn raise(&self, e: &Escalate, facts: &StoryFacts) -> Result<(), EngineError> {
-        escalation::raise(&self.run, &self.key, e, facts.newest_step_id()).await
+        self.run
+            .raise(&self.unit(), e.title.clone(), e, facts.newest_step_id())
+            .await
     }
 
     /// Carries out an answer's move (if any) and marks the escalation resolved.
@@ -409,8 +364,6 @@ impl StoryCtx {
         if let Some(m) = then {
             self.transition(m).await?;
         }
-        let at = self.run.clock.now().rfc3339;
-        self.run
-            .with_ledger(|l| Ok(l.journal_mut().resolve_escalation(id, &at)?))
+        self.run.resolve_escalation(id)
     }
 }

@@ -11,9 +11,9 @@ pub mod checks;
 pub mod clock;
 pub mod ctx;
 pub mod error;
-pub mod escalation;
 pub mod prompts;
 pub mod protocol;
+pub mod run;
 pub mod session;
 pub mod settings;
 pub mod setup;
@@ -22,6 +22,7 @@ pub mod stages;
 pub mod story;
 pub mod story_doc;
 pub mod tamper;
+pub mod workflow;
 pub mod workflows;
 
 pub use error::EngineError;

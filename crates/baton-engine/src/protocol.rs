@@ -1,21 +1,95 @@
 //! The one contract between the engine and its front ends: typed events out, operations in.
 //!
-//! A workflow reports everything a front end may show as an [`Event`] on a channel (statuses
-//! typed, agent activity flattened, no journal rows or agent-crate types), and takes a human's
-//! decisions and cancellation as [`Op`]s on another. The terminal renderer, `--json` and, later,
-//! the dashboard all consume the same stream; none of them holds workflow logic.
+//! Every workflow (sprint, sdd, plan, team) reports everything a front end may show as one
+//! [`Event`] type: the run, the event's sequence number, its time, its [`Scope`] (the run, a
+//! unit of work, or an agent within a unit) and a typed [`EventBody`] (statuses typed, agent
+//! activity flattened, no journal rows or agent-crate types). It takes a human's decisions and
+//! cancellation as [`Op`]s; an op that names no waiting escalation, or a choice that is not one
+//! of its options, is answered with [`EventBody::OpRejected`], never silence. Both directions are
+//! serde both ways, so the terminal renderer, `--json` and, later, a web board or another
+//! process consume and produce the same stream; none of them holds workflow logic.
 
 use baton_agent::runner::AgentEvent;
 use baton_core::dispatch::Stage;
 use baton_core::escalation::{Choice, EscalationKind};
+use baton_core::sdd::{SddStage, TaskView};
 use baton_core::status::{Status, StatusValue};
+use baton_core::story::StepOutcome;
 use baton_store::journal::EscalationRecord;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// Something that happened in a workflow.
-#[derive(Debug, Clone, Serialize)]
+/// A unit of work: what one story, plan task or planning step is journaled under.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnitKey {
+    /// A story of the sprint (`1-2-login`).
+    Story(String),
+    /// A task of a plan file (`baton sdd`).
+    PlanTask {
+        /// The plan, relative to the project root.
+        plan: String,
+        /// The task's id in it.
+        id: String,
+    },
+    /// A step of the planning pipeline (`prd`).
+    PlanStep(String),
+    /// An epic's retrospective (`epic-1-retrospective`).
+    Retrospective(String),
+    /// One agent's task in `baton team`, by its position.
+    TeamTask(usize),
+}
+
+impl UnitKey {
+    /// The key the journal records the unit's steps and escalations under.
+    pub fn journal_key(&self) -> String {
+        match self {
+            UnitKey::Story(k) | UnitKey::Retrospective(k) => k.clone(),
+            UnitKey::PlanTask { plan, id } => format!("sdd:{plan}#{id}"),
+            UnitKey::PlanStep(step) => format!("plan:{step}"),
+            UnitKey::TeamTask(n) => format!("team:{n}"),
+        }
+    }
+}
+
+/// Whom an event is about: the run as a whole, one unit of work, or one agent within a unit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The run.
+    Run,
+    /// A unit of work.
+    Unit(UnitKey),
+    /// An agent, working for a unit (or for the run itself).
+    Agent {
+        /// The unit it works for.
+        unit: Option<UnitKey>,
+        /// The agent.
+        agent: String,
+    },
+}
+
+/// Something that happened in a run: which run, its place in the run's sequence (the journal's
+/// numbering, so a late subscriber catches up from the journal), when, whom it concerns, and
+/// what happened. In JSON the body's fields sit beside `run`, `seq`, `at` and `scope`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The run.
+    pub run: String,
+    /// Its place in the sequence, from 1.
+    pub seq: u64,
+    /// When (RFC 3339).
+    pub at: String,
+    /// Whom it concerns.
+    pub scope: Scope,
+    /// What happened.
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+/// What happened: the body of an [`Event`], tagged `event` in JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
+pub enum EventBody {
     /// The run started.
     RunStarted {
         /// Run id.
@@ -166,21 +240,90 @@ pub enum Event {
         /// How (`completed`, `failed`, …).
         status: String,
     },
+    /// A plan run (`baton sdd`) started.
+    #[serde(rename = "started")]
+    TasksStarted {
+        /// Run id.
+        run_id: String,
+        /// The plan.
+        plan: String,
+        /// Its tasks.
+        tasks: usize,
+    },
+    /// Where a plan task stands: `[TDD] Task 3/7 "…" — reviewing (spec ✓ quality …) | $2.34`.
+    #[serde(rename = "status")]
+    TaskStatus {
+        /// The line.
+        line: String,
+        /// The task's id.
+        task: String,
+        /// Its position from 1.
+        position: usize,
+        /// Tasks in the plan.
+        total: usize,
+        /// Where it stands.
+        view: TaskView,
+        /// Spent so far in the run.
+        cost_usd: f64,
+    },
+    /// A stage of a plan task started.
+    TaskStage {
+        /// The task.
+        task: String,
+        /// The stage.
+        stage: SddStage,
+        /// Its round.
+        round: u32,
+        /// The agent.
+        agent: String,
+    },
+    /// A stage of a plan task ended.
+    #[serde(rename = "stage_ended")]
+    TaskStageEnded {
+        /// The task.
+        task: String,
+        /// The stage.
+        stage: SddStage,
+        /// How.
+        outcome: StepOutcome,
+    },
+    /// A planning step started (`baton plan`).
+    PlanStep {
+        /// The step.
+        step: String,
+        /// The agent that writes its artifact (none for sprint planning, which is code).
+        agent: Option<String>,
+    },
+    /// A planning step ended.
+    PlanStepEnded {
+        /// The step.
+        step: String,
+        /// Whether its artifact was written and reads complete.
+        ok: bool,
+        /// The artifact, or why there is none.
+        detail: String,
+    },
+    /// An operation was not carried out.
+    OpRejected {
+        /// The operation.
+        op: Op,
+        /// Why.
+        reason: String,
+    },
 }
-
-impl Event {
+impl EventBody {
     /// The flat event for an agent's own event.
-    pub fn from_agent(e: &AgentEvent) -> Event {
+    pub fn from_agent(e: &AgentEvent) -> EventBody {
         match e {
-            AgentEvent::Started { agent, model } => Event::AgentStarted {
+            AgentEvent::Started { agent, model } => EventBody::AgentStarted {
                 agent: agent.clone(),
                 model: model.clone(),
             },
-            AgentEvent::Turn { agent, turn } => Event::Turn {
+            AgentEvent::Turn { agent, turn } => EventBody::Turn {
                 agent: agent.clone(),
                 turn: *turn,
             },
-            AgentEvent::ToolCall { agent, tool } => Event::ToolCall {
+            AgentEvent::ToolCall { agent, tool } => EventBody::ToolCall {
                 agent: agent.clone(),
                 tool: tool.clone(),
             },
@@ -188,7 +331,7 @@ impl Event {
                 agent,
                 tool,
                 reason,
-            } => Event::Refused {
+            } => EventBody::Refused {
                 agent: agent.clone(),
                 tool: tool.clone(),
                 reason: reason.clone(),
@@ -198,7 +341,7 @@ impl Event {
                 usage,
                 cost_usd,
                 estimated,
-            } => Event::Usage {
+            } => EventBody::Usage {
                 agent: agent.clone(),
                 input_tokens: usage.total_input(),
                 output_tokens: usage.output_tokens,
@@ -210,21 +353,21 @@ impl Event {
                 turn,
                 output_tokens,
                 elapsed_secs,
-            } => Event::Streaming {
+            } => EventBody::Streaming {
                 agent: agent.clone(),
                 turn: *turn,
                 output_tokens: *output_tokens,
                 elapsed_secs: *elapsed_secs,
             },
-            AgentEvent::UsageEstimated { agent, provider } => Event::UsageEstimated {
+            AgentEvent::UsageEstimated { agent, provider } => EventBody::UsageEstimated {
                 agent: agent.clone(),
                 provider: provider.clone(),
             },
-            AgentEvent::BudgetWarning { agent, message } => Event::BudgetWarning {
+            AgentEvent::BudgetWarning { agent, message } => EventBody::BudgetWarning {
                 agent: agent.clone(),
                 message: message.clone(),
             },
-            AgentEvent::Finished { agent, status } => Event::AgentFinished {
+            AgentEvent::Finished { agent, status } => EventBody::AgentFinished {
                 agent: agent.clone(),
                 status: status.as_str().to_owned(),
             },
@@ -233,7 +376,7 @@ impl Event {
 }
 
 /// One choice of an escalation: its stable id and what a human reads.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChoiceView {
     /// Stable id (what `baton answer` stores).
     pub id: String,
@@ -242,7 +385,7 @@ pub struct ChoiceView {
 }
 
 /// An escalation as front ends show it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EscalationView {
     /// Id.
     pub id: i64,
@@ -308,8 +451,9 @@ impl EscalationView {
     }
 }
 
-/// What a front end asks of a running workflow.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a front end asks of a running workflow, tagged `op` in JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
     /// Answer an escalation with a choice (its stable id, or the option's text for an agent's).
     Answer {

@@ -239,11 +239,21 @@ impl Setup {
     /// The worker that runs agent `name`: a coding-agent CLI when its model names one
     /// (`claude-code/…`, `codex/…`, `pi/PROVIDER/…`), else the native loop.
     pub fn worker(&self, name: &str) -> Result<(Box<dyn Worker>, AgentDef), SetupError> {
+        self.worker_with(name, self.on_event.clone())
+    }
+
+    /// [`Setup::worker`], with the agent's events going to `on_event` (a run scopes them to the
+    /// unit the agent works for).
+    pub fn worker_with(
+        &self,
+        name: &str,
+        on_event: Option<EventFn>,
+    ) -> Result<(Box<dyn Worker>, AgentDef), SetupError> {
         let def = self.agent(name)?.clone();
         let model = self.model_of(&def);
         match Backend::parse(&model) {
             None => {
-                let (runner, def) = self.runner(name)?;
+                let (runner, def) = self.runner_with(name, on_event)?;
                 Ok((Box::new(runner), def))
             }
             Some(Err(why)) => Err(SetupError::Cli {
@@ -285,7 +295,7 @@ impl Setup {
                     default_max_turns: self.max_turns,
                     default_timeout: self.timeout,
                     cancel: self.cancel.child_token(),
-                    on_event: self.on_event.clone(),
+                    on_event,
                     on_call: self.on_call.clone(),
                     backend,
                 };
@@ -294,8 +304,16 @@ impl Setup {
         }
     }
 
-    /// A runner for agent `name`.
+    /// A runner for agent `name` (the native loop, whatever its model names).
     pub fn runner(&self, name: &str) -> Result<(Runner, AgentDef), SetupError> {
+        self.runner_with(name, self.on_event.clone())
+    }
+
+    fn runner_with(
+        &self,
+        name: &str,
+        on_event: Option<EventFn>,
+    ) -> Result<(Runner, AgentDef), SetupError> {
         let def = self.agent(name)?.clone();
         let model = self.model_of(&def);
         let spec = ModelSpec::parse(&model).ok_or_else(|| SetupError::BadModel {
@@ -350,7 +368,7 @@ impl Setup {
             default_max_turns: self.max_turns,
             default_timeout: self.timeout,
             max_tokens: Some(max_tokens),
-            on_event: self.on_event.clone(),
+            on_event,
             on_call: self.on_call.clone(),
         };
         Ok((runner, def))

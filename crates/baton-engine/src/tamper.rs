@@ -87,7 +87,7 @@ pub fn check(run: &RunCtx) -> Result<Option<String>, EngineError> {
                 ),
                 note: None,
                 force: true,
-                run_id: Some(run.run_id.clone()),
+                run_id: Some(run.id.clone()),
             };
             l.transition(&req, &now)?;
         }

@@ -6,7 +6,7 @@
 use crate::commands::Code;
 use anyhow::{Context, Result};
 use baton_agent::discovery::Discovery;
-use baton_engine::protocol::{EscalationView, Event};
+use baton_engine::protocol::EscalationView;
 use baton_engine::sprint::RunEnd;
 use baton_store::journal::{Journal, RunRecord, SqliteJournal};
 use serde::Serialize;
@@ -70,23 +70,6 @@ pub fn exit_code(end: RunEnd) -> Code {
         RunEnd::Paused => Code::Paused,
         RunEnd::Stopped => Code::Budget,
         RunEnd::Failed | RunEnd::Cancelled => Code::Error,
-    }
-}
-
-/// Prints an agent's refused tool call, budget warning or end to stderr (other events are not
-/// notices and print nothing).
-pub fn print_agent_notice(e: &Event) {
-    match e {
-        Event::Refused {
-            agent,
-            tool,
-            reason,
-        } => eprintln!("[{agent}] {tool} refused: {reason}"),
-        Event::BudgetWarning { agent, message } => {
-            eprintln!("[{agent}] budget warning: {message}")
-        }
-        Event::AgentFinished { agent, status } => eprintln!("[{agent}] {status}"),
-        _ => {}
     }
 }
 

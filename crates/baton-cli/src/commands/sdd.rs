@@ -6,13 +6,14 @@ use super::team::{build_setup, run_id};
 use crate::cli::{BudgetArgs, SddArgs};
 use crate::commands::Code;
 use crate::config::Config;
+use crate::render;
 use anyhow::{Context, Result, bail};
 use baton_agent::runner::Mode;
 use baton_agent::tdd::{TddCore, TddMode};
 use baton_core::sdd::{SddRules, parse_plan};
-use baton_engine::ctx::Answer;
-use baton_engine::protocol::Event;
-use baton_engine::sdd::{SddEngine, SddEvent, SddReport, SddSettings};
+use baton_engine::run::{JournalHandle, Run, RunKind, RunSpec};
+use baton_engine::sdd::{Sdd, SddReport, SddSettings};
+use baton_engine::session;
 use baton_store::journal::SqliteJournal;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -66,45 +67,6 @@ fn relative_plan(root: &Path, plan: &Path) -> Result<String> {
     Ok(rel.to_string_lossy().replace('\\', "/"))
 }
 
-fn print_event(e: &SddEvent, live_status: bool) {
-    match e {
-        SddEvent::Started {
-            run_id,
-            plan,
-            tasks,
-        } => eprintln!("run {run_id}: {plan}, {tasks} task(s)"),
-        SddEvent::Status { line, .. } => {
-            if live_status {
-                eprintln!("{line}");
-            }
-        }
-        SddEvent::Stage {
-            task,
-            stage,
-            round,
-            agent,
-        } => eprintln!("[task {task}] {stage} round {round} by {agent}"),
-        SddEvent::StageEnded {
-            task,
-            stage,
-            outcome,
-        } => eprintln!("[task {task}] {stage}: {outcome}"),
-        SddEvent::Commit {
-            message,
-            error: None,
-        } => eprintln!("committed: {message}"),
-        SddEvent::Commit {
-            message,
-            error: Some(err),
-        } => eprintln!("warning: could not commit `{message}`: {err}"),
-        SddEvent::Escalation { escalation } => {
-            eprintln!("escalation #{}: {}", escalation.id, escalation.title)
-        }
-        SddEvent::Notice { message } => eprintln!("note: {message}"),
-        SddEvent::Agent { agent_event } => super::plumbing::print_agent_notice(agent_event),
-    }
-}
-
 fn print_report(r: &SddReport, json: bool) -> Result<()> {
     if super::plumbing::print_run_report(r, json)? {
         return Ok(());
@@ -143,13 +105,6 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
     let found = super::plumbing::discover_agents(root);
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = run_id("sdd");
-    let (events_tx, mut events_rx) = tokio::sync::mpsc::unbounded_channel();
-    let agent_tx = events_tx.clone();
-    let on_agent: baton_agent::runner::EventFn = Arc::new(move |e| {
-        let _ = agent_tx.send(SddEvent::Agent {
-            agent_event: Event::from_agent(e),
-        });
-    });
     let no_sprint: baton_engine::sprint_tools::SharedLedger = Arc::new(Mutex::new(Err(
         "`baton sdd` works without the sprint file".to_owned(),
     )));
@@ -162,7 +117,7 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
         &run_id,
         no_sprint,
         journal.clone(),
-        Some(on_agent),
+        None,
     )?;
     if args.no_tdd {
         setup.tdd = None;
@@ -178,68 +133,27 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
             performance: args.performance,
         },
         tdd: setup.tdd.is_some(),
-        escalations_log: cfg.state_dir.join("escalations.log"),
         allow_dirty: args.run.allow_dirty,
     };
-    let setup = Arc::new(setup);
-    let cancel = setup.cancel.clone();
     let json = args.run.json;
     let interactive = !json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let (answer_tx, answer_rx) = tokio::sync::mpsc::unbounded_channel();
-    let engine = SddEngine::new(
-        setup,
-        journal,
-        settings,
-        run_id,
-        events_tx,
-        interactive.then_some(answer_rx),
-    );
+    let workflow = Sdd { settings, plan };
     let rt = super::plumbing::runtime()?;
-    let render = |e: &SddEvent| {
-        if json {
-            if let Ok(line) = serde_json::to_string(e) {
-                println!("{line}");
-            }
-        } else {
-            print_event(e, true);
-        }
-    };
     let report = rt.block_on(async {
-        let run = engine.run(&plan);
-        tokio::pin!(run);
-        let mut interrupted = false;
-        let report = loop {
-            tokio::select! {
-                r = &mut run => break r,
-                Some(e) = events_rx.recv() => {
-                    render(&e);
-                    if let SddEvent::Escalation { escalation } = &e
-                        && escalation.awaiting
-                    {
-                        let view = escalation.clone();
-                        let id = view.id;
-                        let answer = match tokio::task::spawn_blocking(move || {
-                            super::sprint::ask(&view)
-                        })
-                        .await
-                        {
-                            Ok(Some(choice)) => Answer::Chose(id, choice),
-                            _ => Answer::Later(id),
-                        };
-                        let _ = answer_tx.send(answer);
-                    }
-                }
-                _ = tokio::signal::ctrl_c(), if !interrupted => {
-                    interrupted = true;
-                    cancel.cancel();
-                }
-            }
-        };
-        while let Ok(e) = events_rx.try_recv() {
-            render(&e);
+        let (run, io) = Run::new(RunSpec {
+            id: run_id,
+            kind: RunKind::Sdd,
+            setup: Arc::new(setup),
+            journal: JournalHandle::Own(journal),
+            escalations_log: cfg.state_dir.join("escalations.log"),
+            interactive,
+        });
+        let session = session::start(workflow, run, io).await;
+        match session {
+            Ok(s) => render::drive(s, interactive, render::Style::pick(json, false)).await,
+            Err(e) => Err(e.into()),
         }
-        report
-    });
+    })?;
     print_report(&report, json)?;
     Ok(super::plumbing::exit_code(report.end))
 }

@@ -143,7 +143,7 @@ pub fn progress(e: &AgentEvent) {
         AgentEvent::Finished { agent, status } => eprintln!("[{agent}] {}", status.as_str()),
         AgentEvent::UsageEstimated { agent, provider } => eprintln!(
             "[{agent}] warning: {}",
-            super::sprint::estimated_warning(provider)
+            crate::render::estimated_warning(provider)
         ),
         AgentEvent::Streaming {
             agent,

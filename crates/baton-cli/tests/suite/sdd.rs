@@ -211,7 +211,7 @@ fn a_two_task_plan_completes_with_the_guard_on() {
     assert!(
         events
             .iter()
-            .any(|e| e["agent_event"]["event"] == "refused")
+            .any(|e| e["event"] == "refused" && e["scope"]["agent"]["agent"] == "implementer")
     );
     assert_eq!(s(&report, "end"), "completed");
     assert_eq!(task_states(&report), ["complete", "complete"]);
@@ -546,10 +546,9 @@ fn the_hard_limit_refuses_a_dispatch_projected_to_cross_it() {
         s(&report, "reason").contains("hard budget of $0.5 reached"),
         "{report}"
     );
-    let warned = events.iter().any(|e| {
-        e["agent_event"]["event"] == "budget_warning"
-            && s(&e["agent_event"], "message").contains("dispatched anyway")
-    });
+    let warned = events
+        .iter()
+        .any(|e| e["event"] == "budget_warning" && s(e, "message").contains("dispatched anyway"));
     assert!(warned, "{events:#?}");
     let stopped = steps(&p, "2");
     assert_eq!(stopped.len(), 1);

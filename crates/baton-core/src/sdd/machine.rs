@@ -286,7 +286,7 @@ pub enum TaskDecision {
 }
 
 /// A review's mark on the status line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mark {
     /// Not run (yet) this round.
@@ -315,7 +315,7 @@ impl Mark {
 }
 
 /// Where a task stands, for status lines and the journal.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskView {
     /// The state.
     pub state: TaskState,

@@ -142,6 +142,9 @@ pub struct StepDetail {
     /// The agent's escalation, when it escalated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalation: Option<AgentEscalation>,
+    /// A cancelled step was stopped by the budget (not by a person or the run ending).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub budget_stop: bool,
 }
 
 /// One step of the story's history.

@@ -269,7 +269,7 @@ fn settle(f: &StoryFacts, last: &StepFact, status: Status, route: &Route) -> Opt
             }));
         }
         StepOutcome::Cancelled | StepOutcome::TestsInterrupted if last.this_run => {
-            return Some(Decision::End(if reason.starts_with("budget") {
+            return Some(Decision::End(if last.detail.budget_stop {
                 StoryEnd::Stopped(reason)
             } else {
                 StoryEnd::Cancelled

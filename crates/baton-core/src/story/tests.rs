@@ -552,10 +552,24 @@ fn a_cancelled_step_of_this_run_ends_it_and_one_of_an_earlier_run_is_repeated() 
             Some(StepOutcome::Cancelled),
             StepDetail {
                 reason: Some("budget: hard limit".into()),
+                budget_stop: true,
                 ..StepDetail::default()
             },
         )
         .this_run();
+    // A reason that merely reads like a budget stop is a cancellation: the type decides.
+    let worded = F::at(InProgress)
+        .step_with(
+            Dev,
+            InProgress,
+            Some(StepOutcome::Cancelled),
+            StepDetail {
+                reason: Some("budget: hard limit, in words only".into()),
+                ..StepDetail::default()
+            },
+        )
+        .this_run();
+    assert_eq!(worded.decide(), Decision::End(StoryEnd::Cancelled));
     assert_eq!(
         budget.decide(),
         Decision::End(StoryEnd::Stopped("budget: hard limit".into()))

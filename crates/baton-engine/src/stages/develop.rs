@@ -7,7 +7,7 @@ use crate::checks::{self, TestCommand, TestVerdict};
 use crate::ctx::StoryCtx;
 use crate::error::EngineError;
 use crate::prompts;
-use crate::protocol::Event;
+use crate::protocol::EventBody;
 use crate::story_doc;
 use baton_agent::outcome::Outcome;
 use baton_core::dispatch::Stage;
@@ -82,7 +82,7 @@ impl StageWork for Develop {
             env_remove: run.setup.commands.env_remove.clone(),
         };
         let result = checks::run_tests(&run.settings.root, &test, &run.setup.cancel).await;
-        ctx.emit(Event::Tests {
+        ctx.emit(EventBody::Tests {
             key: ctx.key.clone(),
             passed: result.passed(),
             interrupted: result.verdict == TestVerdict::Interrupted,

@@ -14,13 +14,14 @@ mod story_review;
 
 use crate::ctx::StoryCtx;
 use crate::error::EngineError;
-use crate::protocol::Event;
+use crate::protocol::EventBody;
+use crate::run::step::{self, Unfinished};
 use crate::story_doc;
 use crate::tamper;
-use baton_agent::outcome::{Outcome, Status as AgentStatus};
+use baton_agent::outcome::Outcome;
 use baton_core::dispatch::Stage;
 use baton_core::status::Status;
-use baton_core::story::{AgentEscalation, StagePlan, StepDetail, StepOutcome};
+use baton_core::story::{StagePlan, StepDetail, StepOutcome};
 use std::future::Future;
 
 /// How a step ended, as the orchestrator settled it.
@@ -85,7 +86,7 @@ async fn execute<S: StageWork>(
     status: Status,
     ctx: &StoryCtx,
 ) -> Result<(), EngineError> {
-    ctx.emit(Event::Stage {
+    ctx.emit(EventBody::Stage {
         key: ctx.key.clone(),
         stage: plan.stage,
         round: plan.round,
@@ -107,9 +108,9 @@ async fn execute<S: StageWork>(
             commit: None,
         }
     } else {
-        match outcome.status {
-            AgentStatus::Completed => stage.settle(plan, &outcome, step, ctx).await?,
-            other => unfinished(other, &outcome, ctx)?,
+        match step::unfinished(&outcome) {
+            None => stage.settle(plan, &outcome, step, ctx).await?,
+            Some(u) => unfinished(u, ctx)?,
         }
     };
     settled.detail.started_in = Some(status);
@@ -121,54 +122,24 @@ async fn execute<S: StageWork>(
     Ok(())
 }
 
-/// The escalation an agent raised, as a step records it; `finding` is what an agent that
-/// escalated without saying why is reported with.
-pub(crate) fn agent_escalation(o: &Outcome, finding: String) -> AgentEscalation {
-    match &o.escalation {
-        Some(e) => AgentEscalation {
-            title: e.title.clone(),
-            finding: e.finding.clone(),
-            options: e.options.clone(),
-        },
-        None => AgentEscalation {
-            title: "agent escalated".into(),
-            finding,
-            options: Vec::new(),
-        },
+/// The step of an agent that did not complete: settled the same in every workflow
+/// ([`crate::run::step::unfinished`]), plus the sprint's own trace of a halt in the story file.
+fn unfinished(u: Unfinished, ctx: &StoryCtx) -> Result<Settled, EngineError> {
+    if u.outcome == StepOutcome::Halted {
+        let story = ctx.story_path();
+        if story.is_file() {
+            story_doc::add_halt(&story, &u.reason)?;
+            ctx.run.workspace().touched(&[&story]);
+        }
     }
-}
-
-/// The step of an agent that did not complete.
-fn unfinished(status: AgentStatus, o: &Outcome, ctx: &StoryCtx) -> Result<Settled, EngineError> {
-    let reason = o
-        .reason
-        .clone()
-        .unwrap_or_else(|| status.as_str().to_owned());
-    let mut detail = StepDetail {
-        reason: Some(reason.clone()),
-        ..StepDetail::default()
-    };
-    let outcome = match status {
-        AgentStatus::Completed => StepOutcome::Completed,
-        AgentStatus::Halted => {
-            let story = ctx.story_path();
-            if story.is_file() {
-                story_doc::add_halt(&story, &reason)?;
-                ctx.run.workspace().touched(&[&story]);
-            }
-            StepOutcome::Halted
-        }
-        AgentStatus::Escalated => {
-            detail.escalation = Some(agent_escalation(o, reason));
-            StepOutcome::Escalated
-        }
-        AgentStatus::Failed => StepOutcome::Failed,
-        AgentStatus::TimedOut => StepOutcome::TimedOut,
-        AgentStatus::Cancelled => StepOutcome::Cancelled,
-    };
     Ok(Settled {
-        outcome,
-        detail,
+        outcome: u.outcome,
+        detail: StepDetail {
+            reason: Some(u.reason),
+            escalation: u.escalation,
+            budget_stop: u.budget_stop,
+            ..StepDetail::default()
+        },
         commit: None,
     })
 }

@@ -8,7 +8,7 @@
 use crate::ctx::{RunCtx, StoryCtx};
 use crate::error::EngineError;
 use crate::prompts;
-use crate::protocol::Event;
+use crate::protocol::EventBody;
 use baton_agent::outcome::Status as AgentStatus;
 use baton_core::actor::Actor;
 use baton_core::dispatch::{self, Stage};
@@ -51,7 +51,7 @@ pub async fn hold(run: &Arc<RunCtx>, epic: EpicId) -> Result<bool, EngineError> 
         note: None,
         failing_tests: None,
     };
-    ctx.emit(Event::Stage {
+    ctx.emit(EventBody::Stage {
         key: key.clone(),
         stage: Stage::Retro,
         round: 1,

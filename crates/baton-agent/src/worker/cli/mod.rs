@@ -511,6 +511,11 @@ impl CliWorker {
             transcript: transcript.path().map(Path::to_path_buf),
             escalation: None,
             usage_estimated: false,
+            stop: match status {
+                Status::Cancelled if tally.budget_stop => Some(crate::outcome::Stop::Budget),
+                Status::Cancelled => Some(crate::outcome::Stop::Cancelled),
+                _ => None,
+            },
         };
         transcript.write("outcome", &outcome);
         self.emit(AgentEvent::Finished {
@@ -819,7 +824,10 @@ impl CliWorker {
                 .map_err(|why| (Status::Failed, why)),
             Some(Stop::Cancelled) => Err((Status::Cancelled, "cancelled".into())),
             Some(Stop::Fatal(why)) => Err((Status::Failed, why)),
-            Some(Stop::Budget(why)) => Err((Status::Cancelled, format!("budget: {why}"))),
+            Some(Stop::Budget(why)) => {
+                tally.budget_stop = true;
+                Err((Status::Cancelled, format!("budget: {why}")))
+            }
             Some(Stop::MaxTurns(n)) => Err((
                 Status::Failed,
                 format!("reached max_turns ({n}) without a final answer"),

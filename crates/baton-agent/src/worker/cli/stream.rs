@@ -89,6 +89,8 @@ pub enum Note {
 /// What a run's events added up to so far.
 #[derive(Debug, Clone, Default)]
 pub struct Tally {
+    /// The budget stopped the run (the hard limit was crossed mid-stream).
+    pub budget_stop: bool,
     /// The final answer, or the last text seen.
     pub summary: String,
     /// Tokens, as the CLI reported them.

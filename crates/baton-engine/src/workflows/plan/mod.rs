@@ -273,6 +273,13 @@ fn clean_body(answer: &str) -> String {
     format!("{}\n", t[off..].trim())
 }
 
+/// Runs agent `name` on `task` on the worker its role names (the native loop, or a coding-agent
+/// CLI).
+async fn run_agent(setup: &Setup, name: &str, task: String) -> Result<Outcome, PlanError> {
+    let (worker, agent) = setup.worker(name)?;
+    Ok(worker.run(&baton_agent::worker::Job { agent, task }).await)
+}
+
 /// Renders findings as Markdown list lines.
 pub fn findings_markdown(findings: &[Finding]) -> String {
     if findings.is_empty() {
@@ -523,8 +530,7 @@ async fn agent_step(
             ("path", &shown_target),
         ],
     );
-    let (runner, def) = setup.runner(step.role())?;
-    let outcome = runner.run(&def, &task).await;
+    let outcome = run_agent(setup, step.role(), task).await?;
     if outcome.status != AgentStatus::Completed {
         return Ok(Err(ended(&outcome)));
     }
@@ -722,8 +728,7 @@ pub async fn converse(setup: &Setup, view: &RouteView) -> Result<String, PlanErr
             ),
         ],
     );
-    let (runner, def) = setup.runner("bmad-master")?;
-    let outcome = runner.run(&def, &task).await;
+    let outcome = run_agent(setup, "bmad-master", task).await?;
     if outcome.status != AgentStatus::Completed {
         return Ok(format!("(the router could not talk: {})", ended(&outcome)));
     }

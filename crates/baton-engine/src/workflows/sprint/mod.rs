@@ -9,82 +9,53 @@
 pub mod recovery;
 pub mod report;
 
-use crate::clock::{Clock, SystemClock};
-use crate::ctx::{Answer, RunCtx, StoryCtx};
+use crate::ctx::{RunCtx, StoryCtx};
 use crate::error::EngineError;
-use crate::protocol::{EscalationView, Event};
+use crate::protocol::{EscalationView, EventBody};
+use crate::run::Run;
 use crate::settings::SprintSettings;
-use crate::setup::Setup;
 use crate::sprint_tools::SharedLedger;
 use crate::stages::retro;
 use crate::story::{Ended, drive};
+use crate::workflow::Workflow;
 use baton_agent::runner::Mode;
 use baton_core::actor::Actor;
-use baton_core::budget::BudgetState;
 use baton_core::key::KeyKind;
 use baton_core::status::{Status, StatusValue};
 use baton_core::story::{Move, StoryEnd};
-use baton_store::journal::{Journal, RunRecord};
+use baton_store::journal::Journal;
 use report::{RunEnd, SprintReport};
-use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
+use std::sync::Arc;
 
-/// The sprint engine: everything a run needs, wired by the front end.
+/// The sprint workflow: the ledger and the settings; the run supplies everything else.
 pub struct SprintEngine {
-    /// Agents and their shared settings.
-    pub setup: Arc<Setup>,
     /// The sprint ledger (sprint file + journal).
     pub ledger: SharedLedger,
     /// Settings.
     pub settings: SprintSettings,
-    /// This run's id.
-    pub run_id: String,
-    /// The clock.
-    pub clock: Arc<dyn Clock>,
 }
 
 impl SprintEngine {
-    /// An engine on the system clock.
-    pub fn new(
-        setup: Arc<Setup>,
-        ledger: SharedLedger,
-        settings: SprintSettings,
-        run_id: String,
-    ) -> SprintEngine {
-        SprintEngine {
-            setup,
-            ledger,
-            settings,
-            run_id,
-            clock: Arc::new(SystemClock),
-        }
+    /// A sprint over `ledger` with `settings`.
+    pub fn new(ledger: SharedLedger, settings: SprintSettings) -> SprintEngine {
+        SprintEngine { ledger, settings }
     }
 
-    /// The run context, with events going to `events` and answers (if a human can give them)
-    /// coming from `answers`.
-    pub fn context(
-        &self,
-        events: mpsc::UnboundedSender<Event>,
-        answers: Option<mpsc::UnboundedReceiver<Answer>>,
-    ) -> Arc<RunCtx> {
+    /// The sprint's view of `run`.
+    pub fn context(&self, run: Arc<Run>) -> Arc<RunCtx> {
         Arc::new(RunCtx {
-            setup: self.setup.clone(),
+            run,
             ledger: self.ledger.clone(),
             settings: self.settings.clone(),
-            run_id: self.run_id.clone(),
-            clock: self.clock.clone(),
-            events,
-            answers: answers.map(tokio::sync::Mutex::new),
-            commit_failures: Mutex::new(Vec::new()),
         })
     }
 
-    /// Runs the batch to its end (preflight is the caller's: see [`recovery::preflight`]).
-    pub async fn run(&self, run: Arc<RunCtx>) -> SprintReport {
+    /// Runs the batch to its end (preflight is the session's: see [`recovery::preflight`]).
+    async fn work(&self, run: Arc<RunCtx>) -> SprintReport {
         let mut report = match self.start(&run).await {
             Ok(()) => run_batch(&run).await,
             Err(e) => {
-                let mut r = SprintReport::new(&run.run_id);
+                let mut r = SprintReport::new(&run.id);
                 r.end = RunEnd::Failed;
                 r.reason = e.to_string();
                 r
@@ -97,7 +68,7 @@ impl SprintEngine {
             "-",
             format!(
                 "sprint: run {} {}{}",
-                run.run_id,
+                run.id,
                 report.end.as_str(),
                 if short.is_empty() {
                     String::new()
@@ -107,11 +78,7 @@ impl SprintEngine {
             ),
         )
         .await;
-        let failures = run
-            .commit_failures
-            .lock()
-            .map(|f| f.clone())
-            .unwrap_or_default();
+        let failures = run.commit_failures();
         if let (RunEnd::Completed, Some(first)) = (report.end, failures.first()) {
             // Work that is not committed is not done: the run did not succeed.
             report.end = RunEnd::Failed;
@@ -120,27 +87,26 @@ impl SprintEngine {
                 failures.len()
             );
         }
-        let at = run.clock.now().rfc3339;
-        let _ = run.with_ledger(|l| {
-            Ok(l.journal_mut()
-                .end_run(&run.run_id, &at, report.end.as_str(), &report.reason)?)
-        });
+        let _ = run.end(report.end.as_str(), &report.reason);
         report
     }
 
     async fn start(&self, run: &RunCtx) -> Result<(), EngineError> {
         recovery::tidy(run).await?;
-        let started = run.clock.now().rfc3339;
-        run.with_ledger(|l| {
-            Ok(l.journal_mut().begin_run(&RunRecord {
-                id: run.run_id.clone(),
-                kind: "sprint".into(),
-                started_at: started,
-                ended_at: None,
-                status: "running".into(),
-                reason: None,
-            })?)
-        })
+        run.begin()
+    }
+}
+
+impl Workflow for SprintEngine {
+    type Report = SprintReport;
+
+    async fn preflight(&self, run: &Arc<Run>) -> Result<Vec<String>, EngineError> {
+        recovery::preflight(&self.context(run.clone())).await
+    }
+
+    async fn run(self, run: Arc<Run>) -> SprintReport {
+        let ctx = self.context(run);
+        self.work(ctx).await
     }
 }
 
@@ -187,7 +153,7 @@ async fn hold_retrospectives(run: &Arc<RunCtx>) {
             return;
         }
         if let Err(e) = retro::hold(run, epic).await {
-            run.emit(Event::Notice {
+            run.emit(EventBody::Notice {
                 message: format!("the retrospective of epic {epic} was not held: {e}"),
             });
         }
@@ -195,14 +161,13 @@ async fn hold_retrospectives(run: &Arc<RunCtx>) {
 }
 
 fn budget_exhausted(run: &RunCtx) -> Option<String> {
-    match run.setup.budget.check(Default::default()) {
-        BudgetState::Exhausted(why) => Some(format!("budget: {why}")),
-        _ => None,
-    }
+    run.run
+        .budget_exhausted()
+        .map(|why| format!("budget: {why}"))
 }
 
 async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
-    let mut report = SprintReport::new(&run.run_id);
+    let mut report = SprintReport::new(&run.id);
     let keys = match select(run) {
         Ok(k) => k,
         Err(e) => {
@@ -222,8 +187,8 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
         return report;
     }
     report.total = keys.len();
-    run.emit(Event::RunStarted {
-        run_id: run.run_id.clone(),
+    run.emit(EventBody::RunStarted {
+        run_id: run.id.clone(),
         stories: keys.clone(),
         yolo: run.setup.mode == Mode::Yolo,
     });
@@ -303,7 +268,7 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
             ),
         };
         story.error = reason.clone();
-        run.emit(Event::StoryFinished {
+        ctx.emit(EventBody::StoryFinished {
             key: key.clone(),
             status: run
                 .status(key)

@@ -123,7 +123,7 @@ fn list(paths: &[&str]) -> String {
 /// The newest sprint run, if it never ended.
 fn interrupted_run(run: &RunCtx) -> Result<Option<RunRecord>, EngineError> {
     run.with_ledger(|l| Ok(l.journal().last_run("sprint")?))
-        .map(|r| r.filter(|r| r.ended_at.is_none() && r.id != run.run_id))
+        .map(|r| r.filter(|r| r.ended_at.is_none() && r.id != run.id))
 }
 
 /// Sweeps temp files of killed writers among the stories and settles a killed run's leftovers.

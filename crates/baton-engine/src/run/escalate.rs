@@ -1,0 +1,220 @@
+//! Escalations, one copy for every workflow: the journal record, the human-readable
+//! `escalations.log` line, the event, waiting for a human's answer when one is at a terminal, and
+//! marking an escalation resolved once its workflow acted on the answer.
+//!
+//! Choices are stored by their stable ids ([`baton_core::escalation::Choice`]); the log and the
+//! front ends show labels. An answer that names another escalation, or a choice that is not one
+//! of the options, is rejected with an event, not dropped in silence. Acting on an answer is the
+//! workflow's decision, not something done here.
+
+use super::Run;
+use crate::error::EngineError;
+use crate::protocol::{EscalationView, EventBody, Op, Scope, UnitKey};
+use baton_core::escalation::{Choice, EscalationKind};
+use baton_core::story::{Escalate, EscalationFact};
+use baton_store::journal::{EscalationRecord, Journal};
+use std::io::Write as _;
+use std::path::Path;
+
+/// A human's answer arriving from a front end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// This choice (stored form) for this escalation.
+    Chose(i64, String),
+    /// Later (`baton answer`).
+    Later(i64),
+}
+
+impl Answer {
+    /// The op this answer came from.
+    fn op(&self) -> Op {
+        match self {
+            Answer::Chose(id, choice) => Op::Answer {
+                id: *id,
+                choice: choice.clone(),
+            },
+            Answer::Later(id) => Op::Defer { id: *id },
+        }
+    }
+}
+
+/// The facts the story and task machines read of a journaled escalation.
+pub fn fact(e: EscalationRecord) -> EscalationFact {
+    let kind = EscalationKind::parse(&e.kind).unwrap_or(EscalationKind::Agent);
+    EscalationFact {
+        id: e.id,
+        kind,
+        title: e.title,
+        answer: e.answer.map(|a| Choice::from_stored(Some(kind), &a)),
+        resolved: e.resolved_at.is_some(),
+        after_step: e.after_step,
+    }
+}
+
+impl Run {
+    /// Records `e` for `unit` under `title` (raised after step `after_step`) in the journal and
+    /// `escalations.log`, tells the front end, and, with a human at the terminal, waits for
+    /// their answer (or for the run to be cancelled).
+    pub async fn raise(
+        &self,
+        unit: &UnitKey,
+        title: String,
+        e: &Escalate,
+        after_step: i64,
+    ) -> Result<(), EngineError> {
+        let key = unit.journal_key();
+        let mut esc = EscalationRecord {
+            id: 0,
+            run_id: Some(self.id.clone()),
+            key: Some(key.clone()),
+            title,
+            finding: e.finding.clone(),
+            options: e.choices.iter().map(|c| c.id().to_owned()).collect(),
+            answer: None,
+            created_at: self.clock.now().rfc3339,
+            answered_at: None,
+            kind: e.kind.as_str().to_owned(),
+            resolved_at: None,
+            after_step,
+        };
+        esc.id = self.with_journal(|j| Ok(j.raise_escalation(&esc)?))?;
+        append_log(&self.escalations_log, &key, e, &esc)?;
+        // Marked as awaited before the front end hears of it, so its answer is never early.
+        if self.answers.is_some() {
+            self.set_awaiting(Some(esc.id));
+        }
+        self.emit(
+            Scope::Unit(unit.clone()),
+            EventBody::Escalation {
+                escalation: EscalationView::of(&esc, self.answers.is_some()),
+            },
+        );
+        let Some(answers) = &self.answers else {
+            return Ok(());
+        };
+        let mut answers = answers.lock().await;
+        let answered = self.wait_for_answer(&mut answers, &esc).await;
+        self.set_awaiting(None);
+        answered
+    }
+
+    fn set_awaiting(&self, id: Option<i64>) {
+        if let Ok(mut a) = self.awaiting.lock() {
+            *a = id;
+        }
+    }
+
+    /// Whether an answer to escalation `id` can be taken now: a human is being asked about it.
+    pub fn awaits(&self, id: i64) -> bool {
+        self.awaiting.lock().is_ok_and(|a| *a == Some(id))
+    }
+
+    async fn wait_for_answer(
+        &self,
+        answers: &mut tokio::sync::mpsc::UnboundedReceiver<Answer>,
+        esc: &EscalationRecord,
+    ) -> Result<(), EngineError> {
+        loop {
+            let answer = tokio::select! {
+                a = answers.recv() => a,
+                () = self.setup.cancel.cancelled() => None,
+            };
+            let Some(answer) = answer else {
+                return Ok(());
+            };
+            match &answer {
+                Answer::Chose(id, choice) if *id == esc.id && esc.options.contains(choice) => {
+                    let at = self.clock.now().rfc3339;
+                    self.with_journal(|j| Ok(j.answer_escalation(esc.id, choice, &at)?))?;
+                    return Ok(());
+                }
+                Answer::Later(id) if *id == esc.id => return Ok(()),
+                Answer::Chose(id, choice) if *id == esc.id => self.reject(
+                    &answer,
+                    format!(
+                        "`{choice}` is not an option of escalation #{id}; its options are: {}",
+                        esc.options.join(", ")
+                    ),
+                ),
+                Answer::Chose(id, _) | Answer::Later(id) => self.reject(
+                    &answer,
+                    format!(
+                        "escalation #{id} is not waiting for an answer; #{} is",
+                        esc.id
+                    ),
+                ),
+            }
+        }
+    }
+
+    /// Tells the front end an answer was not carried out, and why.
+    fn reject(&self, answer: &Answer, reason: String) {
+        self.reject_op(answer.op(), reason);
+    }
+
+    /// Tells the front end `op` was not carried out, and why.
+    pub fn reject_op(&self, op: Op, reason: String) {
+        self.emit_run(EventBody::OpRejected { op, reason });
+    }
+
+    /// Marks escalation `id` resolved: its workflow acted on the answer.
+    pub fn resolve_escalation(&self, id: i64) -> Result<(), EngineError> {
+        let at = self.clock.now().rfc3339;
+        self.with_journal(|j| Ok(j.resolve_escalation(id, &at)?))
+    }
+
+    /// The escalation with `id`, as front ends show it (`None`: there is none).
+    pub fn escalation_view(&self, id: i64) -> Result<Option<EscalationView>, EngineError> {
+        Ok(self
+            .with_journal(|j| Ok(j.escalations(false)?))?
+            .into_iter()
+            .find(|e| e.id == id)
+            .map(|e| EscalationView::of(&e, false)))
+    }
+
+    /// The escalations of `unit`, answered or not.
+    pub fn escalations_of(&self, unit: &UnitKey) -> Result<Vec<EscalationRecord>, EngineError> {
+        let key = unit.journal_key();
+        Ok(self
+            .with_journal(|j| Ok(j.escalations(false)?))?
+            .into_iter()
+            .filter(|e| e.key.as_deref() == Some(key.as_str()))
+            .collect())
+    }
+}
+
+/// One line per escalation in `escalations.log` at `path`, for people who read files rather
+/// than run commands. The line names the choices by their labels.
+fn append_log(
+    path: &Path,
+    key: &str,
+    e: &Escalate,
+    esc: &EscalationRecord,
+) -> Result<(), EngineError> {
+    let line = format!(
+        "{} #{} [{}] {}: {} — {} | options: {}\n",
+        esc.created_at,
+        esc.id,
+        key,
+        e.kind,
+        esc.title,
+        e.finding.replace('\n', " "),
+        e.choices
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{}) {}", i + 1, c.label()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|err| EngineError::file(dir, err))?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|err| EngineError::file(path, err))?;
+    f.write_all(line.as_bytes())
+        .map_err(|err| EngineError::file(path, err))?;
+    Ok(())
+}

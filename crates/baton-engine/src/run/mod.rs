@@ -1,0 +1,298 @@
+//! The run: the one object every workflow (sprint, sdd, plan, team) works through.
+//!
+//! A [`Run`] holds what a run of any workflow shares: its id and kind, the clock, the journal
+//! (through [`JournalHandle`]: the sprint ledger's connection, or a journal of its own), the
+//! agents and their workers ([`Setup`]), the event stream with its sequence numbers, the answers
+//! a human gives at a terminal, the `escalations.log` and the stage commits that failed. There
+//! is one copy of each thing a workflow does with them: journal a step and run its agent on the
+//! worker its role names ([`step`]), raise, wait for and resolve an escalation ([`escalate`]),
+//! check the project and record the run's beginning and end ([`preflight`]). A workflow adds
+//! only its own decisions and stages.
+
+pub mod escalate;
+pub mod preflight;
+pub mod step;
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::EngineError;
+use crate::protocol::{Event, EventBody, Scope, UnitKey};
+use crate::setup::Setup;
+use crate::sprint_tools::SharedLedger;
+use baton_agent::workspace::Workspace;
+use baton_store::journal::SqliteJournal;
+pub use escalate::Answer;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+/// Which workflow a run is (the journal's `runs.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    /// `baton sprint`.
+    Sprint,
+    /// `baton sdd`.
+    Sdd,
+    /// `baton plan`.
+    Plan,
+    /// `baton team`.
+    Team,
+}
+
+impl RunKind {
+    /// The journal's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunKind::Sprint => "sprint",
+            RunKind::Sdd => "sdd",
+            RunKind::Plan => "plan",
+            RunKind::Team => "team",
+        }
+    }
+}
+
+/// How a run reaches the journal: through the sprint ledger (whose connection also writes the
+/// sprint file's transitions), or through a journal of its own (a run without a sprint file).
+#[derive(Clone)]
+pub enum JournalHandle {
+    /// The sprint ledger's journal.
+    Ledger(SharedLedger),
+    /// A journal of the run's own.
+    Own(Arc<Mutex<SqliteJournal>>),
+}
+
+impl JournalHandle {
+    /// Runs `f` on the journal.
+    pub fn with<T>(
+        &self,
+        f: impl FnOnce(&mut SqliteJournal) -> Result<T, EngineError>,
+    ) -> Result<T, EngineError> {
+        match self {
+            JournalHandle::Ledger(ledger) => {
+                let mut guard = ledger
+                    .lock()
+                    .map_err(|_| EngineError::NoLedger("the ledger lock is poisoned".into()))?;
+                match guard.as_mut() {
+                    Ok(l) => f(l.journal_mut()),
+                    Err(why) => Err(EngineError::NoLedger(why.clone())),
+                }
+            }
+            JournalHandle::Own(journal) => {
+                let mut j = journal
+                    .lock()
+                    .map_err(|_| EngineError::NoLedger("the journal lock is poisoned".into()))?;
+                f(&mut j)
+            }
+        }
+    }
+}
+
+/// What a run is built from: plain, already resolved values.
+pub struct RunSpec {
+    /// The run's id.
+    pub id: String,
+    /// Its workflow.
+    pub kind: RunKind,
+    /// The agents, their workers and the shared services (budget, cancellation, workspace).
+    pub setup: Arc<Setup>,
+    /// The journal.
+    pub journal: JournalHandle,
+    /// The append-only, human-readable escalation log.
+    pub escalations_log: PathBuf,
+    /// A human at a terminal can answer escalations as they are raised.
+    pub interactive: bool,
+}
+
+/// What the front end holds of a run: the events coming out.
+pub struct RunIo {
+    /// Events out; closed when the run and every agent it started are gone.
+    pub events: mpsc::UnboundedReceiver<Event>,
+    answers: mpsc::UnboundedSender<Answer>,
+}
+
+impl RunIo {
+    /// The sender answers travel on to a waiting escalation.
+    pub(crate) fn answers(&self) -> mpsc::UnboundedSender<Answer> {
+        self.answers.clone()
+    }
+}
+
+/// A run of any workflow.
+pub struct Run {
+    /// The run's id.
+    pub id: String,
+    /// Its workflow.
+    pub kind: RunKind,
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+    /// Agents, workers and the shared services.
+    pub setup: Arc<Setup>,
+    /// The journal.
+    pub journal: JournalHandle,
+    /// The append-only escalation log.
+    pub escalations_log: PathBuf,
+    events: mpsc::UnboundedSender<Event>,
+    seq: AtomicU64,
+    answers: Option<tokio::sync::Mutex<mpsc::UnboundedReceiver<Answer>>>,
+    /// The escalation a human is being asked about now, if any.
+    awaiting: Mutex<Option<i64>>,
+    commit_failures: Mutex<Vec<String>>,
+}
+
+impl Run {
+    /// A run on the system clock, and the front end's end of it.
+    pub fn new(spec: RunSpec) -> (Arc<Run>, RunIo) {
+        Run::with_clock(spec, Arc::new(SystemClock))
+    }
+
+    /// A run on `clock`.
+    pub fn with_clock(spec: RunSpec, clock: Arc<dyn Clock>) -> (Arc<Run>, RunIo) {
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (answers_tx, answers_rx) = mpsc::unbounded_channel();
+        let run = Run {
+            id: spec.id,
+            kind: spec.kind,
+            clock,
+            setup: spec.setup,
+            journal: spec.journal,
+            escalations_log: spec.escalations_log,
+            events: events_tx,
+            seq: AtomicU64::new(0),
+            answers: spec
+                .interactive
+                .then(|| tokio::sync::Mutex::new(answers_rx)),
+            awaiting: Mutex::new(None),
+            commit_failures: Mutex::new(Vec::new()),
+        };
+        (
+            Arc::new(run),
+            RunIo {
+                events: events_rx,
+                answers: answers_tx,
+            },
+        )
+    }
+
+    /// The workspace the run's agents work in.
+    pub fn workspace(&self) -> &Arc<Workspace> {
+        &self.setup.workspace
+    }
+
+    /// Runs `f` on the journal.
+    pub fn with_journal<T>(
+        &self,
+        f: impl FnOnce(&mut SqliteJournal) -> Result<T, EngineError>,
+    ) -> Result<T, EngineError> {
+        self.journal.with(f)
+    }
+
+    /// Whether the run was cancelled.
+    pub fn cancelled(&self) -> bool {
+        self.setup.cancel.is_cancelled()
+    }
+
+    /// Dollars spent in this run so far.
+    pub fn spent(&self) -> f64 {
+        self.setup.budget.spent().usd
+    }
+
+    /// Why the budget allows no more work, if it does not.
+    pub fn budget_exhausted(&self) -> Option<String> {
+        match self.setup.budget.check(Default::default()) {
+            baton_core::budget::BudgetState::Exhausted(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// Sends an event about `scope` (a front end that went away is not the engine's problem).
+    pub fn emit(&self, scope: Scope, body: EventBody) {
+        let _ = self.events.send(self.event(scope, body));
+    }
+
+    /// Sends an event about the run as a whole.
+    pub fn emit_run(&self, body: EventBody) {
+        self.emit(Scope::Run, body);
+    }
+
+    /// Sends an event about `unit`.
+    pub fn emit_unit(&self, unit: &UnitKey, body: EventBody) {
+        self.emit(Scope::Unit(unit.clone()), body);
+    }
+
+    /// The next event of this run.
+    fn event(&self, scope: Scope, body: EventBody) -> Event {
+        Event {
+            run: self.id.clone(),
+            seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
+            at: self.clock.now().rfc3339,
+            scope,
+            body,
+        }
+    }
+
+    /// A callback for the agent events of `unit` (`None`: the run's own agents), for workers.
+    pub fn agent_events(self: &Arc<Run>, unit: Option<UnitKey>) -> baton_agent::runner::EventFn {
+        let run = Arc::downgrade(self);
+        Arc::new(move |e| {
+            if let Some(run) = run.upgrade() {
+                let agent = agent_of(e);
+                run.emit(
+                    Scope::Agent {
+                        unit: unit.clone(),
+                        agent,
+                    },
+                    EventBody::from_agent(e),
+                );
+            }
+        })
+    }
+
+    /// Commits everything with `message` for `unit` (`None`: the run's own commit), reporting
+    /// the commit, or why it failed, as an event. A failure is remembered ([`Run::commit_failures`]).
+    pub async fn commit(&self, unit: Option<&UnitKey>, message: String) {
+        let key = unit.map_or_else(|| "-".to_owned(), UnitKey::journal_key);
+        let scope = unit.map_or(Scope::Run, |u| Scope::Unit(u.clone()));
+        match self.workspace().commit_all(&message).await {
+            Ok(Some(_)) => self.emit(scope, EventBody::Commit { key, message }),
+            Ok(None) => {}
+            Err(e) => {
+                if let Ok(mut f) = self.commit_failures.lock() {
+                    f.push(format!("{message}: {e}"));
+                }
+                self.emit(
+                    scope,
+                    EventBody::CommitFailed {
+                        key,
+                        message,
+                        error: e.to_string(),
+                    },
+                );
+            }
+        }
+    }
+
+    /// The stage commits that failed in this run, `message: why` each.
+    pub fn commit_failures(&self) -> Vec<String> {
+        self.commit_failures
+            .lock()
+            .map(|f| f.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// The agent an agent event is about.
+fn agent_of(e: &baton_agent::runner::AgentEvent) -> String {
+    use baton_agent::runner::AgentEvent as A;
+    match e {
+        A::Started { agent, .. }
+        | A::Turn { agent, .. }
+        | A::ToolCall { agent, .. }
+        | A::Refused { agent, .. }
+        | A::Usage { agent, .. }
+        | A::Streaming { agent, .. }
+        | A::UsageEstimated { agent, .. }
+        | A::BudgetWarning { agent, .. }
+        | A::Finished { agent, .. } => agent.clone(),
+    }
+}

@@ -1,0 +1,81 @@
+//! A run's bookkeeping before and after its work, one copy for every workflow: is the project a
+//! git repository, did an earlier run of the same workflow die before it ended, is the tree
+//! clean apart from files the workflow owns, and the journal's record of the run's beginning and
+//! end.
+//!
+//! What counts as the workflow's own files and what to do with a killed run's leftovers differ
+//! by workflow (the sprint's recovery names the stage a kill cut off); the checks they are built
+//! from are here.
+
+use super::Run;
+use crate::error::EngineError;
+use baton_store::journal::{Journal, RunRecord};
+
+impl Run {
+    /// Refuses a project that is not a git repository; `why` says what the workflow commits.
+    pub async fn require_repo(&self, why: &str) -> Result<(), EngineError> {
+        if self.workspace().git().is_repo().await {
+            return Ok(());
+        }
+        Err(EngineError::Preflight(format!(
+            "`{}` is not a git repository; {why}",
+            self.workspace().root().display()
+        )))
+    }
+
+    /// The newest earlier run of this workflow, if it never ended (it was killed).
+    pub fn interrupted(&self) -> Result<Option<RunRecord>, EngineError> {
+        let kind = self.kind.as_str();
+        self.with_journal(|j| Ok(j.last_run(kind)?))
+            .map(|r| r.filter(|r| r.ended_at.is_none() && r.id != self.id))
+    }
+
+    /// The tree's uncommitted paths (root-relative, `/`-separated) that `own` does not claim.
+    pub async fn foreign_dirt(&self, own: impl Fn(&str) -> bool) -> Vec<String> {
+        self.workspace()
+            .snapshot()
+            .await
+            .dirty()
+            .filter(|p| !own(p))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Journals the run's beginning.
+    pub fn begin(&self) -> Result<(), EngineError> {
+        let record = RunRecord {
+            id: self.id.clone(),
+            kind: self.kind.as_str().into(),
+            started_at: self.clock.now().rfc3339,
+            ended_at: None,
+            status: "running".into(),
+            reason: None,
+        };
+        self.with_journal(|j| Ok(j.begin_run(&record)?))
+    }
+
+    /// Journals the run's end as `status` (`completed`, `paused`, …) with `reason`.
+    pub fn end(&self, status: &str, reason: &str) -> Result<(), EngineError> {
+        self.end_other(&self.id, status, reason)
+    }
+
+    /// Journals the end of another run of this workflow (one a kill cut off).
+    pub fn end_other(&self, run_id: &str, status: &str, reason: &str) -> Result<(), EngineError> {
+        let at = self.clock.now().rfc3339;
+        self.with_journal(|j| Ok(j.end_run(run_id, &at, status, reason)?))
+    }
+}
+
+/// The first five paths, comma-separated.
+pub fn list(paths: &[impl AsRef<str>]) -> String {
+    format!(
+        "{}{}",
+        paths
+            .iter()
+            .take(5)
+            .map(AsRef::as_ref)
+            .collect::<Vec<_>>()
+            .join(", "),
+        if paths.len() > 5 { ", …" } else { "" }
+    )
+}
