@@ -22,16 +22,22 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// The installed Claude Code, or `None` after a skip notice (a failure when required).
-fn claude() -> Option<PathBuf> {
+pub(super) fn claude() -> Option<PathBuf> {
+    installed(Cli::ClaudeCode)
+}
+
+/// The installed `cli`, or `None` after a skip notice (a failure when
+/// `BATON_TEST_CLI_REQUIRED=1`).
+pub(super) fn installed(cli: Cli) -> Option<PathBuf> {
     let dir = std::env::var_os("BATON_TEST_CLI_DIR").map(PathBuf::from);
     let program = dir
         .as_ref()
-        .map(|d| d.join("node_modules/.bin/claude"))
+        .map(|d| d.join("node_modules/.bin").join(cli.program()))
         .filter(|p| p.is_file());
     if program.is_none() {
-        let (pkg, version) = Cli::ClaudeCode.package();
+        let (pkg, version) = cli.package();
         let msg = format!(
-            "Claude Code is not installed under $BATON_TEST_CLI_DIR; install it with `npm install --prefix target/agent-clis {pkg}@{version}` (or run .ci/run) and set BATON_TEST_CLI_DIR=target/agent-clis"
+            "{cli} is not installed under $BATON_TEST_CLI_DIR; install it with `npm install --prefix target/agent-clis {pkg}@{version}` (or run .ci/run) and set BATON_TEST_CLI_DIR=target/agent-clis"
         );
         assert!(
             std::env::var("BATON_TEST_CLI_REQUIRED").as_deref() != Ok("1"),
@@ -310,23 +316,7 @@ fn doctor_reports_each_cli_without_printing_the_key() {
 
 /// The installed pi, or `None` after a skip notice (a failure when required).
 fn pi() -> Option<PathBuf> {
-    let dir = std::env::var_os("BATON_TEST_CLI_DIR").map(PathBuf::from);
-    let program = dir
-        .as_ref()
-        .map(|d| d.join("node_modules/.bin/pi"))
-        .filter(|p| p.is_file());
-    if program.is_none() {
-        let (pkg, version) = Cli::Pi.package();
-        let msg = format!(
-            "pi is not installed under $BATON_TEST_CLI_DIR; install it with `npm install --prefix target/agent-clis {pkg}@{version}` (or run .ci/run) and set BATON_TEST_CLI_DIR=target/agent-clis"
-        );
-        assert!(
-            std::env::var("BATON_TEST_CLI_REQUIRED").as_deref() != Ok("1"),
-            "BATON_TEST_CLI_REQUIRED=1 but {msg}"
-        );
-        eprintln!("SKIPPED: {msg}");
-    }
-    program
+    installed(Cli::Pi)
 }
 
 /// A trusted project with the developer on pi and a repository `.pi/settings.json` committed.

@@ -488,3 +488,42 @@ fn a_large_brownfield_codebase_raises_the_suggested_tier() {
         );
     }
 }
+
+/// A planning step runs on the worker its role names: the product manager on a real Codex
+/// against the loopback model, every other role on the script provider.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_yolo_plan_runs_with_the_product_manager_on_codex() {
+    let Some(program) = super::cli_workers::installed(baton_agent::worker::cli::Cli::Codex) else {
+        return;
+    };
+    let server = baton_test_support::MockServer::start().await;
+    let p = project("^Write the architecture document", 0);
+    p.write(
+        "baton.toml",
+        &format!(
+            "[agents]\nmodel = \"script/plan\"\n\n[agents.roles]\npm = \"codex/gpt-5.5\"\n\n[cli.codex]\nprogram = {:?}\nbase_url = \"{}/v1\"\napi_key_env = \"PATH\"\nmax_retries = 0\n",
+            program.display().to_string(),
+            server.url()
+        ),
+    );
+    let root = fs::canonicalize(p.root()).unwrap();
+    server.respond_with(baton_test_support::scripted::responder(&root));
+    p.ok(&["trust"]);
+    let run = p.ok(&["plan", IDEA, "--yolo"]);
+    assert!(
+        run.stdout.contains("The plan is complete"),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r.raw_body.contains("Write the product requirements")),
+        "the product manager's task did not reach Codex"
+    );
+    assert!(
+        artifact(&p, "prd.md").contains(baton_test_support::scripted::HELLO),
+        "the PRD is not Codex's answer"
+    );
+}

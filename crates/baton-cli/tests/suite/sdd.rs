@@ -554,3 +554,56 @@ fn the_hard_limit_refuses_a_dispatch_projected_to_cross_it() {
     assert_eq!(stopped.len(), 1);
     assert_eq!(stopped[0].outcome.as_deref(), Some("cancelled"));
 }
+
+/// The implementer runs on the worker its role names: a real Claude Code against the loopback
+/// model, with the reviewers on the script provider.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_runs_with_the_implementer_on_claude_code() {
+    let Some(program) = super::cli_workers::claude() else {
+        return;
+    };
+    let server = baton_test_support::MockServer::start().await;
+    let script = passing_reviews(Script::new(), "1");
+    let script = passing_reviews(script, "2");
+    let toml = format!(
+        "\n[agents]\nmodel = \"script/t\"\n\n[agents.roles]\nimplementer = \"claude-code/claude-sonnet-4-5\"\n\n[cli.claude-code]\nprogram = {:?}\nbase_url = {:?}\napi_key_env = \"PATH\"\nmax_retries = 0\n",
+        program.display().to_string(),
+        server.url()
+    );
+    let p = project(&script, &toml);
+    let root = std::fs::canonicalize(p.root()).expect("canonical root");
+    server.respond_with(baton_test_support::scripted::responder_as(
+        &root,
+        "WRITE:calc.py",
+    ));
+    // No `--model`: it would win over the role's backend.
+    let run = baton(&p, &["sdd", "PLAN.md", "--json", "--no-tdd"]).expect_code(0);
+    let mut events: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{}", run.describe())))
+        .collect();
+    let report = events.pop().expect("a report line")["report"].clone();
+    assert_eq!(
+        s(&report, "end"),
+        "completed",
+        "{report:#}\n{}",
+        run.describe()
+    );
+    assert_eq!(task_states(&report), ["complete", "complete"]);
+    assert!(p.root().join("calc.py").is_file());
+    let requests = server.requests();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.raw_body.contains("Implement task 1 of the plan")),
+        "the implementer's task did not reach Claude Code"
+    );
+    // Its events are scoped to the task it works for.
+    assert!(
+        events.iter().any(|e| e["event"] == "agent_started"
+            && e["scope"]["agent"]["unit"]["plan_task"]["id"] == "1"
+            && s(e, "model").starts_with("claude-code/")),
+        "{events:#?}"
+    );
+}
