@@ -44,6 +44,30 @@ pub struct Protected {
 }
 
 impl Protected {
+    /// The same rules with every path that lies under one of `roots` made relative to it, so
+    /// that they name the same files under any other root.
+    pub fn relative_to(&self, roots: &[&Path]) -> Protected {
+        let rel = |paths: &[PathBuf]| -> Vec<PathBuf> {
+            paths
+                .iter()
+                .map(|p| {
+                    roots
+                        .iter()
+                        .find_map(|r| p.strip_prefix(r).ok())
+                        .map_or_else(|| p.clone(), Path::to_path_buf)
+                })
+                .collect()
+        };
+        Protected {
+            sprint_files: rel(&self.sprint_files),
+            config_files: rel(&self.config_files),
+            state_dirs: rel(&self.state_dirs),
+            globs: self.globs.clone(),
+            story_dirs: rel(&self.story_dirs),
+            new_story_statuses: self.new_story_statuses.clone(),
+        }
+    }
+
     /// Nothing protected (for tests of the sandbox alone).
     pub fn none() -> Protected {
         Protected {

@@ -114,6 +114,9 @@ pub struct Sandbox {
     root: PathBuf,
     deny: Vec<DenyPattern>,
     protected: Compiled,
+    /// The protected paths as given, relative to the root where they lie under it: what a
+    /// sandbox of the same rules elsewhere (a worktree) protects.
+    rules: Protected,
 }
 
 fn compile(pattern: &str, original: &str) -> Result<GlobMatcher, SandboxError> {
@@ -177,12 +180,13 @@ impl Sandbox {
                 anywhere,
             });
         }
-        let protected = Compiled::new(root, &canonical, protected)
+        let compiled = Compiled::new(root, &canonical, protected)
             .map_err(|(pattern, source)| SandboxError::Glob { pattern, source })?;
         Ok(Sandbox {
+            rules: protected.relative_to(&[root, &canonical]),
             root: canonical,
             deny,
-            protected,
+            protected: compiled,
         })
     }
 
@@ -192,6 +196,12 @@ impl Sandbox {
         [".env*", "*.pem", "*.key", "id_*"]
             .map(str::to_owned)
             .to_vec()
+    }
+
+    /// The protected paths, relative to the root where they lie under it (so that a sandbox of
+    /// the same rules at another root, a worktree's, protects the same files there).
+    pub fn protected(&self) -> &Protected {
+        &self.rules
     }
 
     /// The canonical root.

@@ -315,6 +315,8 @@ pub enum Style {
     Live(Box<Live>),
     /// Plain lines on stderr.
     Plain,
+    /// Nothing until the report.
+    Quiet,
 }
 
 impl Style {
@@ -339,6 +341,7 @@ impl Style {
             }
             Style::Live(live) => live.show(e),
             Style::Plain => print_event(e),
+            Style::Quiet => {}
         }
     }
 }

@@ -9,7 +9,8 @@
 
 use crate::error::EngineError;
 use crate::protocol::{EventBody, UnitKey};
-use crate::run::{Run, escalate};
+use crate::run::{Run, Unit, escalate};
+use baton_agent::workspace::Workspace;
 use crate::settings::SprintSettings;
 use crate::sprint_tools::SharedLedger;
 use crate::story_doc;
@@ -97,7 +98,7 @@ impl RunCtx {
 
     /// Commits everything with `message` for story `key` (`-`: the run's own commit).
     pub async fn commit(&self, key: &str, message: String) {
-        let unit = (key != "-").then(|| UnitKey::Story(key.to_owned()));
+        let unit = (key != "-").then(|| self.run.unit(UnitKey::Story(key.to_owned())));
         self.run.commit(unit.as_ref(), message).await;
     }
 
@@ -205,6 +206,8 @@ pub struct StoryCtx {
     pub run: Arc<RunCtx>,
     /// The story.
     pub key: String,
+    /// The story as a unit of the run, with the tree it works in.
+    pub unit: Unit,
     /// What the report says of it.
     pub report: Mutex<StoryReport>,
 }
@@ -213,6 +216,7 @@ impl StoryCtx {
     /// A context for `key`.
     pub fn new(run: Arc<RunCtx>, key: &str) -> StoryCtx {
         StoryCtx {
+            unit: run.unit(UnitKey::Story(key.to_owned())),
             run,
             key: key.to_owned(),
             report: Mutex::new(StoryReport {
@@ -227,14 +231,14 @@ impl StoryCtx {
         self.run.story_path(&self.key)
     }
 
-    /// The story as a unit of work.
-    pub fn unit(&self) -> UnitKey {
-        UnitKey::Story(self.key.clone())
+    /// The tree the story's agents work in.
+    pub fn workspace(&self) -> &Arc<Workspace> {
+        &self.unit.workspace
     }
 
     /// Sends an event about the story.
     pub fn emit(&self, body: EventBody) {
-        self.run.emit_unit(&self.unit(), body);
+        self.run.emit_unit(&self.unit.key, body);
     }
 
     /// The facts [`baton_core::story::decide`] reads.
@@ -254,7 +258,7 @@ impl StoryCtx {
             ..StepDetail::default()
         };
         self.run.begin_step(
-            &self.unit(),
+            &self.unit.key,
             plan.stage.as_str(),
             plan.round,
             serde_json::to_string(&detail).ok(),
@@ -280,7 +284,7 @@ impl StoryCtx {
         let outcome = self
             .run
             .run
-            .run_agent(Some(&self.unit()), agent, task)
+            .run_agent(&self.unit, agent, task)
             .await;
         if let Ok(mut r) = self.report.lock() {
             r.input_tokens += outcome.usage.total_input();
@@ -299,14 +303,14 @@ impl StoryCtx {
     /// Commits the story's stage `what` (`story(1-2): dev`).
     pub async fn commit(&self, what: &str) {
         let message = format!("story({}): {what}", self.short());
-        self.run.commit(&self.key, message).await;
+        self.run.run.commit(Some(&self.unit), message).await;
     }
 
     /// Carries out a move: the baseline commit first when development starts, then the durable
     /// transition, then the stage commit that goes with it.
     pub async fn transition(&self, m: &Move) -> Result<(), EngineError> {
         let story = self.story_path();
-        let ws = self.run.workspace();
+        let ws = self.workspace();
         if m.baseline
             && story.is_file()
             && let Some(head) = ws.head().await
@@ -355,7 +359,7 @@ impl StoryCtx {
     /// Raises an escalation; with a human at the terminal, waits for their answer.
     pub async fn raise(&self, e: &Escalate, facts: &StoryFacts) -> Result<(), EngineError> {
         self.run
-            .raise(&self.unit(), e.title.clone(), e, facts.newest_step_id())
+            .raise(&self.unit.key, e.title.clone(), e, facts.newest_step_id())
             .await
     }
 

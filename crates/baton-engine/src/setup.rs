@@ -249,11 +249,22 @@ impl Setup {
         name: &str,
         on_event: Option<EventFn>,
     ) -> Result<(Box<dyn Worker>, AgentDef), SetupError> {
+        self.worker_in(name, on_event, &self.workspace)
+    }
+
+    /// [`Setup::worker_with`], working in `workspace`: the unit of work's own tree (a story's
+    /// worktree, say), with its root, sandbox and git runner; everything else is shared.
+    pub fn worker_in(
+        &self,
+        name: &str,
+        on_event: Option<EventFn>,
+        workspace: &Arc<Workspace>,
+    ) -> Result<(Box<dyn Worker>, AgentDef), SetupError> {
         let def = self.agent(name)?.clone();
         let model = self.model_of(&def);
         match Backend::parse(&model) {
             None => {
-                let (runner, def) = self.runner_with(name, on_event)?;
+                let (runner, def) = self.runner_in(name, on_event, workspace)?;
                 Ok((Box::new(runner), def))
             }
             Some(Err(why)) => Err(SetupError::Cli {
@@ -287,7 +298,7 @@ impl Setup {
                         .state_dir
                         .clone()
                         .unwrap_or_else(|| std::env::temp_dir().join("baton-cli")),
-                    workspace: self.workspace.clone(),
+                    workspace: workspace.clone(),
                     transcript_dir: self.transcript_dir.clone(),
                     mode: self.mode,
                     budget: self.budget.clone(),
@@ -306,13 +317,14 @@ impl Setup {
 
     /// A runner for agent `name` (the native loop, whatever its model names).
     pub fn runner(&self, name: &str) -> Result<(Runner, AgentDef), SetupError> {
-        self.runner_with(name, self.on_event.clone())
+        self.runner_in(name, self.on_event.clone(), &self.workspace)
     }
 
-    fn runner_with(
+    fn runner_in(
         &self,
         name: &str,
         on_event: Option<EventFn>,
+        workspace: &Arc<Workspace>,
     ) -> Result<(Runner, AgentDef), SetupError> {
         let def = self.agent(name)?.clone();
         let model = self.model_of(&def);
@@ -357,13 +369,13 @@ impl Setup {
             tools,
             guards,
             ctx: ToolContext {
-                root: self.root.clone(),
-                sandbox: self.sandbox.clone(),
+                root: workspace.root().to_path_buf(),
+                sandbox: workspace.sandbox().clone(),
                 commands: self.commands.clone(),
                 cancel: self.cancel.child_token(),
                 agent: def.name.clone(),
             },
-            workspace: self.workspace.clone(),
+            workspace: workspace.clone(),
             transcript_dir: self.transcript_dir.clone(),
             default_max_turns: self.max_turns,
             default_timeout: self.timeout,

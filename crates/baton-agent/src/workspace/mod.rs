@@ -269,7 +269,9 @@ impl Workspace {
     }
 
     /// A workspace on `branch` in a new git worktree at `dir` (created from HEAD if the branch
-    /// does not exist), confined by a sandbox of the same rules rooted there.
+    /// does not exist), confined by a sandbox of the same rules rooted there: the same deny
+    /// patterns and every protected path (the sprint file, `baton.toml`, `.baton/`, BMad's
+    /// configuration, story statuses) at the same place in the worktree.
     pub async fn worktree(&self, branch: &str, dir: &Path) -> Result<Workspace, GitError> {
         if branch.starts_with('-') || branch.contains("..") || branch.contains(char::is_whitespace)
         {
@@ -302,10 +304,13 @@ impl Workspace {
             .into_iter()
             .map(str::to_owned)
             .collect();
-        let sandbox = Sandbox::new(dir, &deny).map_err(|e| GitError::Failed {
-            command: "worktree".into(),
-            stderr: e.to_string(),
-        })?;
+        let sandbox =
+            Sandbox::with_protected(dir, &deny, self.sandbox.protected()).map_err(|e| {
+                GitError::Failed {
+                    command: "worktree".into(),
+                    stderr: e.to_string(),
+                }
+            })?;
         Ok(Workspace::new(
             dir,
             Arc::new(sandbox),
@@ -393,5 +398,51 @@ mod tests {
                 .is_err()
         );
         assert!(ws.worktree("--evil", &dir.path().join("x")).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_worktree_keeps_every_protected_path_of_its_project() {
+        let (dir, _) = repo();
+        let root = dir.path();
+        // A project whose sprint file and stories are where BMad's defaults are not.
+        let rules = crate::protect::Protected {
+            sprint_files: vec![root.join("plan/status.yaml")],
+            config_files: vec![root.join("baton.toml")],
+            state_dirs: vec![root.join(".baton")],
+            globs: vec!["_bmad/**/config.yaml".into()],
+            story_dirs: vec![root.join("plan/stories")],
+            new_story_statuses: vec!["ready-for-dev".into()],
+        };
+        let sandbox = Arc::new(Sandbox::with_protected(root, &[], &rules).unwrap());
+        let ws = Workspace::new(root, sandbox, Vec::new());
+        let wt_dir = root.join(".baton/worktrees/1-2");
+        let wt = ws.worktree("baton/1-2", &wt_dir).await.unwrap();
+        let write = |p: &str| wt.sandbox().resolve(p, crate::sandbox::Access::Write);
+        for p in [
+            "plan/status.yaml",
+            "baton.toml",
+            ".baton/baton.db",
+            "_bmad/bmm/config.yaml",
+        ] {
+            assert!(write(p).is_err(), "{p} is writable in the worktree");
+        }
+        assert!(write("src/lib.rs").is_ok());
+        // A story file may be edited, but not its status.
+        std::fs::create_dir_all(wt_dir.join("plan/stories")).unwrap();
+        std::fs::write(
+            wt_dir.join("plan/stories/1-2-x.md"),
+            "# S\n\nStatus: in-progress\n",
+        )
+        .unwrap();
+        assert!(
+            wt.sandbox()
+                .check_content(
+                    &wt.sandbox().root().join("plan/stories/1-2-x.md"),
+                    Some("# S\n\nStatus: in-progress\n"),
+                    "# S\n\nStatus: done\n"
+                )
+                .is_err(),
+            "a story status can be changed in the worktree"
+        );
     }
 }

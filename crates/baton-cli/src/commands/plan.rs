@@ -7,11 +7,14 @@
 
 use crate::commands::Code;
 use crate::plan_args::PlanArgs;
+use crate::render;
 use anyhow::{Context, Result, bail};
 use baton_agent::runner::Mode;
 use baton_core::plan::docs::{ReqKind, parse_architecture, parse_epics, parse_prd};
 use baton_core::plan::pipeline::{DocState, PlanDecision, PlanStep};
 use baton_core::plan::tier::{Project, suggest_tier};
+use baton_engine::run::{JournalHandle, Run, RunKind, RunSpec};
+use baton_engine::session;
 use baton_engine::workflows::plan::{
     self as engine, Paths, PlanEnd, PlanOptions, PlanRun, PlanState, StepDone,
 };
@@ -248,7 +251,7 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
         );
     }
     engine::save_state(&cfg.state_dir, &state)?;
-    let mut opts = PlanOptions {
+    let opts = PlanOptions {
         paths,
         checkpoints: cfg.state_dir.join("checkpoints"),
         project: project_name(root),
@@ -293,8 +296,6 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
     }
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = super::team::run_id("plan");
-    super::plumbing::begin_run(&journal, &run_id, "plan")?;
-    opts.journal = Some((journal.clone(), run_id.clone()));
     let ledger = Arc::new(Mutex::new(Err(
         "the planning agents do not change the sprint".to_owned(),
     )));
@@ -311,22 +312,28 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
         &run_id,
         ledger,
         journal.clone(),
-        Some(Arc::new(super::team::progress) as baton_agent::runner::EventFn),
+        None,
     )?;
     let rt = super::plumbing::runtime()?;
-    let result = rt.block_on(engine::run(&setup, &opts, &state));
-    let (status, reason, code) = match &result {
+    let result = rt.block_on(async {
+        let (run, io) = Run::new(RunSpec {
+            id: run_id,
+            kind: RunKind::Plan,
+            setup: Arc::new(setup),
+            journal: JournalHandle::Own(journal),
+            escalations_log: cfg.state_dir.join("escalations.log"),
+            interactive: false,
+        });
+        let session = session::start(engine::Planning { opts, state }, run, io).await?;
+        render::drive(session, false, render::Style::Plain).await
+    })?;
+    let code = match &result {
         Ok(r) => match &r.end {
-            PlanEnd::Done => ("completed", String::new(), Code::Ok),
-            PlanEnd::Paused { next } => ("paused", format!("before {next}"), Code::Ok),
-            PlanEnd::Blocked { reason } => ("failed", reason.clone(), Code::Error),
-            PlanEnd::Failed { step, reason } => {
-                ("failed", format!("{step}: {reason}"), Code::Error)
-            }
+            PlanEnd::Done | PlanEnd::Paused { .. } => Code::Ok,
+            PlanEnd::Blocked { .. } | PlanEnd::Failed { .. } => Code::Error,
         },
-        Err(e) => ("failed", e.to_string(), Code::Error),
+        Err(_) => Code::Error,
     };
-    super::plumbing::end_run(&journal, &run_id, status, &reason)?;
     let run = result?;
     print_run(root, &run);
     Ok(code)

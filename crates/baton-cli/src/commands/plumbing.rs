@@ -1,17 +1,15 @@
 //! The plumbing the commands that run agents share (`baton sprint`, `sdd`, `team`, `plan`):
-//! discovering the agents with their notices, the async runtime, the journal's record of a run,
-//! a run end's exit code, and the lines that tell a person how to answer a paused run's
-//! escalation.
+//! discovering the agents with their notices, the async runtime, a run end's exit code, and the
+//! lines that tell a person how to answer a paused run's escalation. The journal's record of a
+//! run is the engine's (`baton_engine::run`).
 
 use crate::commands::Code;
 use anyhow::{Context, Result};
 use baton_agent::discovery::Discovery;
 use baton_engine::protocol::EscalationView;
 use baton_engine::sprint::RunEnd;
-use baton_store::journal::{Journal, RunRecord, SqliteJournal};
 use serde::Serialize;
 use std::path::Path;
-use std::sync::Mutex;
 
 /// Discovers the agents of the project at `root`, printing the notices and the definitions
 /// that were skipped to stderr.
@@ -33,34 +31,6 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")
-}
-
-/// Journals the start of run `run_id` of `kind` (a journal whose lock is poisoned is skipped).
-pub fn begin_run(journal: &Mutex<SqliteJournal>, run_id: &str, kind: &str) -> Result<()> {
-    if let Ok(mut j) = journal.lock() {
-        j.begin_run(&RunRecord {
-            id: run_id.to_owned(),
-            kind: kind.into(),
-            started_at: jiff::Timestamp::now().to_string(),
-            ended_at: None,
-            status: "running".into(),
-            reason: None,
-        })?;
-    }
-    Ok(())
-}
-
-/// Journals the end of run `run_id` (a journal whose lock is poisoned is skipped).
-pub fn end_run(
-    journal: &Mutex<SqliteJournal>,
-    run_id: &str,
-    status: &str,
-    reason: &str,
-) -> Result<()> {
-    if let Ok(mut j) = journal.lock() {
-        j.end_run(run_id, &jiff::Timestamp::now().to_string(), status, reason)?;
-    }
-    Ok(())
 }
 
 /// The exit code of a run that ended `end`.

@@ -2,12 +2,15 @@
 
 use crate::cli::TeamArgs;
 use crate::commands::Code;
+use crate::render;
 use anyhow::{Context, Result, bail};
-use baton_agent::outcome::Status;
-use baton_agent::runner::{AgentEvent, Budget, Mode, PROGRESS_EVERY_TOKENS};
+use baton_agent::runner::{Budget, Mode};
 use baton_agent::sandbox::Sandbox;
+use baton_engine::run::{JournalHandle, Run, RunKind, RunSpec};
+use baton_engine::session;
 use baton_engine::setup::Setup;
-use baton_engine::team::{self, Dispatch, TeamReport};
+use baton_engine::sprint::RunEnd;
+use baton_engine::team::{Dispatch, Team, TeamReport};
 use baton_store::journal::{CostEntry, Journal, SqliteJournal};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -56,7 +59,6 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
     let found = super::plumbing::discover_agents(root);
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = run_id("team");
-    super::plumbing::begin_run(&journal, &run_id, "team")?;
     let ledger = Arc::new(Mutex::new(match crate::project::ledger(&cfg) {
         Ok(l) => Ok(l),
         Err(e) => Err(format!("the sprint is not available: {e:#}")),
@@ -75,24 +77,40 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
         &run_id,
         ledger,
         journal.clone(),
-        (!args.json).then(|| Arc::new(progress) as baton_agent::runner::EventFn),
+        None,
     )?;
-    let cancel = setup.cancel.clone();
     let rt = super::plumbing::runtime()?;
+    let workflow = Team {
+        dispatch,
+        task,
+        concurrency: cfg.concurrency,
+    };
+    // `--json` prints the report alone; otherwise each agent's progress goes to stderr.
+    let style = if args.json {
+        render::Style::Quiet
+    } else {
+        render::Style::Plain
+    };
     let report = rt.block_on(async {
-        let run = team::run(&setup, &dispatch, &task, cfg.concurrency);
-        tokio::pin!(run);
-        tokio::select! {
-            r = &mut run => r,
-            _ = tokio::signal::ctrl_c() => {
-                // The agents end `cancelled` at their next await, keeping what they did.
-                cancel.cancel();
-                run.await
-            }
-        }
-    })?;
-    let (code, status, reason) = verdict(&report);
-    super::plumbing::end_run(&journal, &run_id, status, &reason)?;
+        let (run, io) = Run::new(RunSpec {
+            id: run_id.clone(),
+            kind: RunKind::Team,
+            setup: Arc::new(setup),
+            journal: JournalHandle::Own(journal),
+            escalations_log: cfg.state_dir.join("escalations.log"),
+            interactive: false,
+        });
+        let session = session::start(workflow, run, io)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        render::drive(session, false, style).await
+    })??;
+    let code = match report.end {
+        RunEnd::Completed => Code::Ok,
+        RunEnd::Paused => Code::Paused,
+        RunEnd::Stopped => Code::Budget,
+        RunEnd::Cancelled | RunEnd::Failed => Code::Error,
+    };
     if args.json {
         let out = serde_json::json!({ "run_id": run_id, "report": report });
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -100,63 +118,6 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
         print_report(&report, &run_id);
     }
     Ok(code)
-}
-
-fn verdict(report: &TeamReport) -> (Code, &'static str, String) {
-    if report.all_completed {
-        return (Code::Ok, "completed", String::new());
-    }
-    let first_bad = report.steps.iter().find(|o| o.status != Status::Completed);
-    let reason = first_bad
-        .map(|o| {
-            format!(
-                "{}: {}",
-                o.agent,
-                o.reason.clone().unwrap_or_else(|| o.status.as_str().into())
-            )
-        })
-        .unwrap_or_else(|| "not every agent ran".into());
-    match first_bad.map(|o| (o.status, o.reason.as_deref().unwrap_or_default())) {
-        Some((Status::Escalated, _)) => (Code::Paused, "paused", reason),
-        Some((Status::Cancelled, r)) if r.starts_with("budget") => {
-            (Code::Budget, "stopped", reason)
-        }
-        Some((Status::Cancelled, _)) => (Code::Error, "cancelled", reason),
-        _ => (Code::Error, "failed", reason),
-    }
-}
-
-/// Prints an agent event as a plain progress line.
-pub fn progress(e: &AgentEvent) {
-    match e {
-        AgentEvent::Started { agent, model } => eprintln!("[{agent}] started on {model}"),
-        AgentEvent::Turn { agent, turn } => eprintln!("[{agent}] turn {turn}"),
-        AgentEvent::ToolCall { agent, tool } => eprintln!("[{agent}] {tool}"),
-        AgentEvent::Refused {
-            agent,
-            tool,
-            reason,
-        } => eprintln!("[{agent}] {tool} refused: {reason}"),
-        AgentEvent::BudgetWarning { agent, message } => {
-            eprintln!("[{agent}] budget warning: {message}")
-        }
-        AgentEvent::Finished { agent, status } => eprintln!("[{agent}] {}", status.as_str()),
-        AgentEvent::UsageEstimated { agent, provider } => eprintln!(
-            "[{agent}] warning: {}",
-            crate::render::estimated_warning(provider)
-        ),
-        AgentEvent::Streaming {
-            agent,
-            turn,
-            output_tokens,
-            elapsed_secs,
-        } if output_tokens % 1000 < PROGRESS_EVERY_TOKENS => eprintln!(
-            "[{agent}] turn {turn}: answering, {output_tokens} tokens in {}:{:02}",
-            elapsed_secs / 60,
-            elapsed_secs % 60
-        ),
-        AgentEvent::Usage { .. } | AgentEvent::Streaming { .. } => {}
-    }
 }
 
 /// `1 turn`, `2 turns`.

@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const PLANNING: &str = "_bmad-output/planning-artifacts";
-const IDEA: &str = "A command-line tool that counts the words and lines of a text";
+pub(super) const IDEA: &str = "A command-line tool that counts the words and lines of a text";
 
 const BRIEF: &str =
     "# Product Brief: tally\n\n## Vision\n\nCount text quickly.\n\n## Users\n\nWriters.\n";
@@ -67,7 +67,7 @@ fn script(arch_match: &str, arch_delay: u64) -> String {
     .concat()
 }
 
-fn project(arch_match: &str, arch_delay: u64) -> Project {
+pub(super) fn project(arch_match: &str, arch_delay: u64) -> Project {
     let p = Project::empty();
     p.write("baton.toml", "[agents]\nmodel = \"script/plan\"\n");
     p.write(".baton/scripts/plan.yaml", &script(arch_match, arch_delay));

@@ -13,7 +13,7 @@ const PLAN: &str = "# Plan\n\nTwo small things.\n\n```baton-tasks\n- id: 1\n  ti
                     title: Add the printer\n  files: [printer.py]\n```\n";
 
 /// A project with the plan, `script/t`, and (trusted) `true` as its test command.
-fn project(script: &Script, extra_toml: &str) -> Project {
+pub(super) fn project(script: &Script, extra_toml: &str) -> Project {
     let p = Project::empty();
     p.write("PLAN.md", PLAN);
     p.write("README.md", "a project\n");
@@ -47,7 +47,7 @@ fn verdict(passed: bool, severity: &str) -> String {
 }
 
 /// The implementer of task `id`, test-first: writes the test, runs the tests, writes the code.
-fn implement(script: Script, id: &str, module: &str) -> Script {
+pub(super) fn implement(script: Script, id: &str, module: &str) -> Script {
     implement_with(script, id, module, vec![])
 }
 
@@ -128,7 +128,7 @@ fn quality_review(script: Script, id: &str, round: &str, text: &str) -> Script {
     review(script, "quality-reviewer", "Quality", id, round, text)
 }
 
-fn passing_reviews(script: Script, id: &str) -> Script {
+pub(super) fn passing_reviews(script: Script, id: &str) -> Script {
     let script = spec_review(script, id, "\\d+", &verdict(true, ""));
     quality_review(script, id, "\\d+", &verdict(true, ""))
 }

@@ -19,7 +19,7 @@ const STORIES: &str = "_bmad-output/implementation-artifacts";
 const KEY: &str = "1-1-alpha";
 
 /// Every command with its own `--help`.
-const COMMANDS: [&str; 13] = [
+const COMMANDS: [&str; 19] = [
     "demo",
     "init",
     "status",
@@ -33,7 +33,16 @@ const COMMANDS: [&str; 13] = [
     "answer",
     "log",
     "doctor",
+    "tdd",
+    "guard",
+    "plan",
+    "chat",
+    "check",
+    "sprint-plan",
 ];
+
+/// The subcommands of `baton tdd`, each with its own `--help`.
+const TDD_COMMANDS: [&str; 5] = ["on", "off", "atdd", "status", "allow-bash-write"];
 
 // ---------------------------------------------------------------------------------------------
 // Running and rendering.
@@ -97,8 +106,11 @@ fn check(name: &str, p: &Project, text: &str) {
     // Any other temp directory (the demo's, a canonicalised root).
     settings.add_filter(r"/[^\s`']*/\.tmp[A-Za-z0-9]+", "[TMP]");
     // Run ids and the transcript directories named after them.
-    settings.add_filter(r"sprint-\d{8}T\d{6}Z-\d+", "[RUN]");
-    settings.add_filter(r"team-\d{8}T\d{6}Z-\d+", "[RUN]");
+    settings.add_filter(r"(sprint|team|sdd|plan)-\d{8}T\d{6}Z-\d+", "[RUN]");
+    // Dated artifact names (`implementation-readiness-report-2026-11-26.md`).
+    settings.add_filter(r"-\d{4}-\d{2}-\d{2}\.md\b", "-[DATE].md");
+    // Commit hashes in notes.
+    settings.add_filter(r"\(base [0-9a-f]{12}\)", "(base [HASH])");
     // Journal timestamps (RFC 3339) and sprint-file stamps (`MM-DD-YYYY HH:MM`).
     settings.add_filter(
         r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})",
@@ -305,6 +317,9 @@ fn help_of_every_command() {
     for cmd in COMMANDS {
         snap(&format!("help_{cmd}"), &p, &[cmd, "--help"]);
     }
+    for cmd in TDD_COMMANDS {
+        snap(&format!("help_tdd_{cmd}"), &p, &["tdd", cmd, "--help"]);
+    }
     snap("help_command", &p, &["help"]);
     snap("help_command_sprint", &p, &["help", "sprint"]);
     // clap reads `--help` after `help` as a command name.
@@ -489,6 +504,38 @@ fn team_one_agent_and_an_unknown_agent() {
         &["team", "nosuch", "find the tests", "--model", "script/t"],
     )
     .expect_code(1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A planning run and a plan-file run, as a user reads them.
+
+#[test]
+fn plan_yolo_from_an_idea() {
+    let p = super::plan_pipeline::project("^Write the architecture document", 0);
+    snap(
+        "plan_yolo",
+        &p,
+        &["plan", super::plan_pipeline::IDEA, "--yolo"],
+    )
+    .expect_code(0);
+}
+
+#[test]
+fn sdd_one_task_completed() {
+    const ONE_TASK: &str = "# Plan\n\n```baton-tasks\n- id: 1\n  title: Add the calculator\n  \
+                            files: [calc.py]\n  acceptance_test: test_calc.py\n```\n";
+    let script = super::sdd::implement(Script::new(), "1", "calc");
+    let script = super::sdd::passing_reviews(script, "1");
+    let p = super::sdd::project(&script, "");
+    p.write("PLAN.md", ONE_TASK);
+    super::sprint::git(p.root(), &["add", "-A"]);
+    super::sprint::git(p.root(), &["commit", "-q", "-m", "one task"]);
+    snap(
+        "sdd_one_task",
+        &p,
+        &["sdd", "PLAN.md", "--model", "script/t"],
+    )
+    .expect_code(0);
 }
 
 // ---------------------------------------------------------------------------------------------

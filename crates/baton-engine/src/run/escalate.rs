@@ -218,3 +218,111 @@ fn append_log(
         .map_err(|err| EngineError::file(path, err))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::{JournalHandle, RunKind, RunSpec};
+    use crate::session;
+    use crate::setup::Setup;
+    use crate::workflow::Workflow;
+    use baton_agent::runner::{Budget, Mode};
+    use baton_agent::sandbox::Sandbox;
+    use baton_agent::tools::CommandPolicy;
+    use baton_store::journal::SqliteJournal;
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    /// A workflow that raises one escalation and reports the answer it got.
+    struct Raises;
+
+    impl Workflow for Raises {
+        type Report = Result<Option<String>, EngineError>;
+
+        async fn preflight(&self, _run: &Arc<Run>) -> Result<Vec<String>, EngineError> {
+            Ok(Vec::new())
+        }
+
+        async fn run(self, run: Arc<Run>) -> Result<Option<String>, EngineError> {
+            let unit = UnitKey::Story("1-1-a".into());
+            let e = Escalate {
+                kind: EscalationKind::MaxReviewRounds,
+                title: "max rounds".into(),
+                finding: "still failing".into(),
+                choices: vec![Choice::AnotherRound, Choice::Stop],
+            };
+            run.raise(&unit, e.title.clone(), &e, 0).await?;
+            Ok(run.escalations_of(&unit)?.pop().and_then(|e| e.answer))
+        }
+    }
+
+    fn run(dir: &std::path::Path) -> (Arc<Run>, crate::run::RunIo) {
+        let sandbox = Arc::new(Sandbox::new(dir, &Sandbox::default_deny()).unwrap());
+        let setup = Setup::new(
+            dir.to_path_buf(),
+            BTreeMap::new(),
+            BTreeMap::new(),
+            BTreeMap::new(),
+            Mode::Yolo,
+            Arc::new(Budget::default()),
+            sandbox,
+            CommandPolicy::default(),
+        );
+        let journal = SqliteJournal::open(&dir.join("baton.db")).unwrap();
+        Run::new(RunSpec {
+            id: "test-1".into(),
+            kind: RunKind::Sprint,
+            setup: Arc::new(setup),
+            journal: JournalHandle::Own(Arc::new(Mutex::new(journal))),
+            escalations_log: dir.join("escalations.log"),
+            interactive: true,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_bad_answer_is_rejected_with_an_event_and_a_good_one_is_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let (run, io) = run(dir.path());
+        let mut s = session::start(Raises, run, io).await.unwrap();
+        // Wait until the escalation is raised and awaited.
+        let id = loop {
+            let e = s.events.recv().await.unwrap();
+            if let EventBody::Escalation { escalation } = e.body {
+                assert!(escalation.awaiting);
+                assert_eq!(e.scope, Scope::Unit(UnitKey::Story("1-1-a".into())));
+                break escalation.id;
+            }
+        };
+        let rejected = |e: crate::protocol::Event| match e.body {
+            EventBody::OpRejected { op, reason } => Some((op, reason)),
+            _ => None,
+        };
+        // An escalation nobody is asked about.
+        let unknown = Op::Answer {
+            id: id + 41,
+            choice: "stop".into(),
+        };
+        s.ops.send(unknown.clone()).unwrap();
+        let (op, reason) = rejected(s.events.recv().await.unwrap()).unwrap();
+        assert_eq!(op, unknown);
+        assert!(reason.contains("not waiting"), "{reason}");
+        // A choice that is not one of the options.
+        let invalid = Op::Answer {
+            id,
+            choice: "accept".into(),
+        };
+        s.ops.send(invalid.clone()).unwrap();
+        let (op, reason) = rejected(s.events.recv().await.unwrap()).unwrap();
+        assert_eq!(op, invalid);
+        assert!(reason.contains("not an option"), "{reason}");
+        // The run still waits, and takes a valid answer.
+        s.ops
+            .send(Op::Answer {
+                id,
+                choice: "stop".into(),
+            })
+            .unwrap();
+        let answer = s.done.await.unwrap().unwrap();
+        assert_eq!(answer.as_deref(), Some("stop"));
+    }
+}

@@ -12,6 +12,7 @@
 pub mod escalate;
 pub mod preflight;
 pub mod step;
+pub mod unit;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::EngineError;
@@ -21,6 +22,7 @@ use crate::sprint_tools::SharedLedger;
 use baton_agent::workspace::Workspace;
 use baton_store::journal::SqliteJournal;
 pub use escalate::Answer;
+pub use unit::Unit;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -174,9 +176,14 @@ impl Run {
         )
     }
 
-    /// The workspace the run's agents work in.
+    /// The project's own workspace (the main tree).
     pub fn workspace(&self) -> &Arc<Workspace> {
         &self.setup.workspace
+    }
+
+    /// The unit `key`, working in the project's own workspace.
+    pub fn unit(&self, key: UnitKey) -> Unit {
+        Unit::new(key, self.workspace().clone())
     }
 
     /// Runs `f` on the journal.
@@ -248,12 +255,14 @@ impl Run {
         })
     }
 
-    /// Commits everything with `message` for `unit` (`None`: the run's own commit), reporting
-    /// the commit, or why it failed, as an event. A failure is remembered ([`Run::commit_failures`]).
-    pub async fn commit(&self, unit: Option<&UnitKey>, message: String) {
-        let key = unit.map_or_else(|| "-".to_owned(), UnitKey::journal_key);
-        let scope = unit.map_or(Scope::Run, |u| Scope::Unit(u.clone()));
-        match self.workspace().commit_all(&message).await {
+    /// Commits everything in `unit`'s workspace with `message` (`None`: the run's own commit
+    /// in the main tree), reporting the commit, or why it failed, as an event. A failure is
+    /// remembered ([`Run::commit_failures`]).
+    pub async fn commit(&self, unit: Option<&Unit>, message: String) {
+        let key = unit.map_or_else(|| "-".to_owned(), |u| u.key.journal_key());
+        let scope = unit.map_or(Scope::Run, |u| Scope::Unit(u.key.clone()));
+        let workspace = unit.map_or(self.workspace(), |u| &u.workspace);
+        match workspace.commit_all(&message).await {
             Ok(Some(_)) => self.emit(scope, EventBody::Commit { key, message }),
             Ok(None) => {}
             Err(e) => {

@@ -6,7 +6,7 @@
 //! the workflow's stage's business; what an agent that did not complete means is the same
 //! everywhere, and lives here ([`unfinished`]).
 
-use super::Run;
+use super::{Run, Unit};
 use crate::error::EngineError;
 use crate::protocol::UnitKey;
 use baton_agent::outcome::{Outcome, Status as AgentStatus, Stop};
@@ -106,16 +106,12 @@ impl Run {
         self.with_journal(|j| Ok(j.end_step(id, &at, outcome.as_str(), detail.as_deref())?))
     }
 
-    /// Runs `agent` on `task` for `unit`, on the worker its role names. An agent that cannot be
-    /// started ends `failed` with the reason; its events are scoped to the unit.
-    pub async fn run_agent(
-        self: &Arc<Run>,
-        unit: Option<&UnitKey>,
-        agent: &str,
-        task: &str,
-    ) -> Outcome {
-        let events = self.agent_events(unit.cloned());
-        match self.setup.worker_with(agent, Some(events)) {
+    /// Runs `agent` on `task` for `unit`, on the worker its role names, in the unit's workspace.
+    /// An agent that cannot be started ends `failed` with the reason; its events are scoped to
+    /// the unit.
+    pub async fn run_agent(self: &Arc<Run>, unit: &Unit, agent: &str, task: &str) -> Outcome {
+        let events = self.agent_events(Some(unit.key.clone()));
+        match self.setup.worker_in(agent, Some(events), &unit.workspace) {
             Ok((worker, def)) => {
                 let job = Job {
                     agent: def,

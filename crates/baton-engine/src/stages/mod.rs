@@ -129,7 +129,7 @@ fn unfinished(u: Unfinished, ctx: &StoryCtx) -> Result<Settled, EngineError> {
         let story = ctx.story_path();
         if story.is_file() {
             story_doc::add_halt(&story, &u.reason)?;
-            ctx.run.workspace().touched(&[&story]);
+            ctx.workspace().touched(&[&story]);
         }
     }
     Ok(Settled {

@@ -25,7 +25,7 @@ impl StageWork for Review {
         let run = &ctx.run;
         let story = ctx.story_path();
         let base = story_doc::baseline(&story);
-        let changed = run
+        let changed = ctx
             .workspace()
             .changed_from(base.as_deref())
             .await
@@ -98,7 +98,7 @@ impl StageWork for Review {
         }
         let story = ctx.story_path();
         story_doc::add_review_findings(&story, &review.to_markdown(plan.round))?;
-        ctx.run.workspace().touched(&[&story]);
+        ctx.workspace().touched(&[&story]);
         let outcome = match (passed, verify) {
             (true, _) => StepOutcome::Passed,
             (false, false) => StepOutcome::ChangesRequested,

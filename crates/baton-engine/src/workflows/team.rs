@@ -1,16 +1,21 @@
-//! `baton team`: ad-hoc dispatch of agents, without any sprint.
+//! `baton team`: ad-hoc dispatch of agents, without any sprint, as a workflow of the run.
 //!
 //! Single (one agent, one task), parallel (the same task to several agents, at most
 //! `concurrency` at once) and chain (agents in order, each step's final answer replacing
 //! `{previous}` in the next step's task; the chain stops at the first step that does not
-//! complete).
+//! complete). Each agent's task is a unit of the run; its agent runs on the worker its role
+//! names, and the run is journaled with how it ended.
 
-use crate::setup::{Setup, SetupError};
-use baton_agent::definition::AgentDef;
-use baton_agent::outcome::{Outcome, Status};
-use baton_agent::worker::{Job, Worker};
+use crate::error::EngineError;
+use crate::protocol::UnitKey;
+use crate::run::Run;
+use crate::setup::SetupError;
+use crate::workflow::Workflow;
+use crate::workflows::sprint::report::RunEnd;
+use baton_agent::outcome::{Outcome, Status, Stop};
 use futures_util::StreamExt;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// How to dispatch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +41,11 @@ pub struct TeamReport {
     pub stopped_at: Option<usize>,
     /// Total cost in US dollars.
     pub cost_usd: f64,
+    /// How the run ended: `completed`, `paused` (an agent escalated), `stopped` (the budget),
+    /// `cancelled` or `failed`.
+    pub end: RunEnd,
+    /// Why, when not completed: the first agent that did not complete, and its reason.
+    pub reason: String,
 }
 
 /// The placeholder a chain step's task may contain.
@@ -49,83 +59,141 @@ fn chain_task(task: &str, previous: Option<&str>) -> String {
     }
 }
 
-async fn run_one(worker: &dyn Worker, def: &AgentDef, task: &str) -> Outcome {
-    worker
-        .run(&Job {
-            agent: def.clone(),
-            task: task.to_owned(),
-        })
-        .await
+/// The team workflow: whom to dispatch, the task, and how many agents at once.
+pub struct Team {
+    /// How to dispatch.
+    pub dispatch: Dispatch,
+    /// The task.
+    pub task: String,
+    /// Agents at once (parallel dispatch).
+    pub concurrency: usize,
 }
 
-/// Runs a dispatch. Every agent is checked before any runs, so a typo fails fast.
-pub async fn run(
-    setup: &Setup,
-    dispatch: &Dispatch,
-    task: &str,
-    concurrency: usize,
-) -> Result<TeamReport, SetupError> {
-    let names: Vec<String> = match dispatch {
-        Dispatch::Single(a) => vec![a.clone()],
-        Dispatch::Parallel(v) | Dispatch::Chain(v) => v.clone(),
-    };
-    let mut runners = Vec::with_capacity(names.len());
-    for n in &names {
-        let (worker, agent) = setup.worker(n)?;
-        runners.push((worker, agent));
+impl Workflow for Team {
+    type Report = Result<TeamReport, SetupError>;
+
+    /// Every agent is checked before any runs, so a typo fails fast.
+    async fn preflight(&self, run: &Arc<Run>) -> Result<Vec<String>, EngineError> {
+        for name in self.names() {
+            run.setup
+                .worker_with(&name, None)
+                .map_err(|e| EngineError::Preflight(e.to_string()))?;
+        }
+        Ok(Vec::new())
     }
-    let mut steps = Vec::with_capacity(runners.len());
-    let mut stopped_at = None;
-    let mode = match dispatch {
-        Dispatch::Single(_) => {
-            for (worker, def) in &runners {
-                steps.push(run_one(worker.as_ref(), def, &chain_task(task, None)).await);
+
+    /// Journals the run, dispatches, and journals how it ended.
+    async fn run(self, run: Arc<Run>) -> Result<TeamReport, SetupError> {
+        let _ = run.begin();
+        let report = self.dispatch(&run).await;
+        let _ = match &report {
+            Ok(r) => run.end(r.end.as_str(), &r.reason),
+            Err(e) => run.end(RunEnd::Failed.as_str(), &e.to_string()),
+        };
+        report
+    }
+}
+
+impl Team {
+    fn names(&self) -> Vec<String> {
+        match &self.dispatch {
+            Dispatch::Single(a) => vec![a.clone()],
+            Dispatch::Parallel(v) | Dispatch::Chain(v) => v.clone(),
+        }
+    }
+
+    async fn dispatch(&self, run: &Arc<Run>) -> Result<TeamReport, SetupError> {
+        let names = self.names();
+        for n in &names {
+            run.setup.agent(n)?;
+        }
+        let one = |i: usize, name: &str, task: String| {
+            let run = run.clone();
+            let name = name.to_owned();
+            async move {
+                let unit = run.unit(UnitKey::TeamTask(i + 1));
+                run.run_agent(&unit, &name, &task).await
             }
-            "single"
-        }
-        Dispatch::Parallel(_) => {
-            let task = chain_task(task, None);
-            let mut indexed: Vec<(usize, Outcome)> =
-                futures_util::stream::iter(runners.iter().enumerate())
-                    .map(|(i, (worker, def))| {
-                        let task = task.clone();
-                        async move { (i, run_one(worker.as_ref(), def, &task).await) }
-                    })
-                    .buffer_unordered(concurrency.max(1))
-                    .collect()
-                    .await;
-            indexed.sort_by_key(|(i, _)| *i);
-            steps = indexed.into_iter().map(|(_, o)| o).collect();
-            "parallel"
-        }
-        Dispatch::Chain(_) => {
-            let mut previous: Option<String> = None;
-            for (i, (worker, def)) in runners.iter().enumerate() {
-                let outcome =
-                    run_one(worker.as_ref(), def, &chain_task(task, previous.as_deref())).await;
-                let ok = outcome.status == Status::Completed;
-                previous = Some(outcome.summary.clone());
-                steps.push(outcome);
-                if !ok {
-                    if i + 1 < runners.len() {
-                        stopped_at = Some(i + 1);
+        };
+        let task = self.task.as_str();
+        let mut steps = Vec::with_capacity(names.len());
+        let mut stopped_at = None;
+        let mode = match &self.dispatch {
+            Dispatch::Single(name) => {
+                steps.push(one(0, name, chain_task(task, None)).await);
+                "single"
+            }
+            Dispatch::Parallel(_) => {
+                let task = chain_task(task, None);
+                let mut indexed: Vec<(usize, Outcome)> =
+                    futures_util::stream::iter(names.clone().into_iter().enumerate())
+                        .map(|(i, name)| {
+                            let run = one(i, &name, task.clone());
+                            async move { (i, run.await) }
+                        })
+                        .buffer_unordered(self.concurrency.max(1))
+                        .collect()
+                        .await;
+                indexed.sort_by_key(|(i, _)| *i);
+                steps = indexed.into_iter().map(|(_, o)| o).collect();
+                "parallel"
+            }
+            Dispatch::Chain(_) => {
+                let mut previous: Option<String> = None;
+                for (i, name) in names.iter().enumerate() {
+                    let outcome = one(i, name, chain_task(task, previous.as_deref())).await;
+                    let ok = outcome.status == Status::Completed;
+                    previous = Some(outcome.summary.clone());
+                    steps.push(outcome);
+                    if !ok {
+                        if i + 1 < names.len() {
+                            stopped_at = Some(i + 1);
+                        }
+                        break;
                     }
-                    break;
                 }
+                "chain"
             }
-            "chain"
-        }
+        };
+        let all_completed =
+            steps.len() == names.len() && steps.iter().all(|o| o.status == Status::Completed);
+        let cost_usd = steps.iter().map(|o| o.cost_usd).sum();
+        let (end, reason) = ending(&steps, all_completed);
+        Ok(TeamReport {
+            mode,
+            steps,
+            all_completed,
+            stopped_at,
+            cost_usd,
+            end,
+            reason,
+        })
+    }
+}
+
+/// How a dispatch ended, from its first agent that did not complete (typed: a budget stop is
+/// known by the outcome's [`Stop`], never by its words).
+fn ending(steps: &[Outcome], all_completed: bool) -> (RunEnd, String) {
+    if all_completed {
+        return (RunEnd::Completed, String::new());
+    }
+    let Some(bad) = steps.iter().find(|o| o.status != Status::Completed) else {
+        return (RunEnd::Failed, "not every agent ran".into());
     };
-    let all_completed =
-        steps.len() == names.len() && steps.iter().all(|o| o.status == Status::Completed);
-    let cost_usd = steps.iter().map(|o| o.cost_usd).sum();
-    Ok(TeamReport {
-        mode,
-        steps,
-        all_completed,
-        stopped_at,
-        cost_usd,
-    })
+    let reason = format!(
+        "{}: {}",
+        bad.agent,
+        bad.reason
+            .clone()
+            .unwrap_or_else(|| bad.status.as_str().into())
+    );
+    let end = match (bad.status, bad.stop) {
+        (Status::Escalated, _) => RunEnd::Paused,
+        (Status::Cancelled, Some(Stop::Budget)) => RunEnd::Stopped,
+        (Status::Cancelled, _) => RunEnd::Cancelled,
+        _ => RunEnd::Failed,
+    };
+    (end, reason)
 }
 
 #[cfg(test)]

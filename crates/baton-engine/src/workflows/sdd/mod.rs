@@ -14,7 +14,7 @@ mod stage;
 
 use crate::error::EngineError;
 use crate::protocol::{EscalationView, EventBody, UnitKey};
-use crate::run::{Run, escalate, preflight};
+use crate::run::{Run, Unit, escalate, preflight};
 use crate::workflow::Workflow;
 use crate::workflows::sprint::report::RunEnd;
 use baton_core::sdd::{
@@ -97,7 +97,7 @@ struct TaskCtx<'a> {
     run: &'a Arc<Run>,
     settings: &'a SddSettings,
     task: &'a PlanTask,
-    unit: UnitKey,
+    unit: Unit,
     position: usize,
     total: usize,
 }
@@ -187,10 +187,10 @@ impl Sdd {
             run,
             settings: &self.settings,
             task,
-            unit: UnitKey::PlanTask {
+            unit: run.unit(UnitKey::PlanTask {
                 plan: self.settings.plan.clone(),
                 id: task.id.clone(),
-            },
+            }),
             position,
             total: self.plan.tasks.len(),
         }
@@ -236,9 +236,9 @@ impl Sdd {
 impl TaskCtx<'_> {
     /// The facts of the task.
     fn facts(&self) -> Result<TaskFacts, EngineError> {
-        let key = self.unit.journal_key();
+        let key = self.unit.key.journal_key();
         let steps = self.run.with_journal(|j| Ok(j.steps_for_key(&key)?))?;
-        let escalations = self.run.escalations_of(&self.unit)?;
+        let escalations = self.run.escalations_of(&self.unit.key)?;
         Ok(TaskFacts {
             steps: steps
                 .into_iter()
@@ -283,7 +283,7 @@ impl TaskCtx<'_> {
         *last = Some(v.clone());
         let cost = self.run.spent();
         self.run.emit_unit(
-            &self.unit,
+            &self.unit.key,
             EventBody::TaskStatus {
                 line: status_line(
                     self.settings.tdd,
@@ -329,7 +329,7 @@ impl TaskCtx<'_> {
                 TaskDecision::Escalate(e) => {
                     let title = format!("task {}: {}", self.task.id, e.title);
                     let after_step = facts.steps.last().map_or(0, |s| s.id);
-                    self.run.raise(&self.unit, title, &e, after_step).await?;
+                    self.run.raise(&self.unit.key, title, &e, after_step).await?;
                 }
                 TaskDecision::Resolve { id, then } => {
                     self.run.resolve_escalation(id)?;
@@ -343,7 +343,7 @@ impl TaskCtx<'_> {
             }
         }
         Err(EngineError::NoProgress {
-            key: self.unit.journal_key(),
+            key: self.unit.key.journal_key(),
             what: format!("{MAX_DECISIONS} decisions"),
         })
     }

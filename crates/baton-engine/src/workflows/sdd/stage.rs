@@ -60,8 +60,8 @@ impl TaskCtx<'_> {
             review => {
                 let base = base.map(str::to_owned).or_else(|| Self::base(facts));
                 let changed = self
-                    .run
-                    .workspace()
+                    .unit
+                    .workspace
                     .changed_from(base.as_deref())
                     .await
                     .unwrap_or_default();
@@ -108,7 +108,7 @@ impl TaskCtx<'_> {
     ) -> Result<Option<String>, EngineError> {
         let agent = r.stage.agent();
         self.run.emit_unit(
-            &self.unit,
+            &self.unit.key,
             EventBody::TaskStage {
                 task: self.task.id.clone(),
                 stage: r.stage,
@@ -128,7 +128,7 @@ impl TaskCtx<'_> {
                 .and_then(|s| s.detail.base.clone());
             match retried {
                 Some(b) => Some(b),
-                None => self.run.workspace().head().await,
+                None => self.unit.workspace.head().await,
             }
         } else {
             None
@@ -139,18 +139,18 @@ impl TaskCtx<'_> {
             ..SddDetail::default()
         };
         let id = self.run.begin_step(
-            &self.unit,
+            &self.unit.key,
             r.stage.as_str(),
             r.round,
             serde_json::to_string(&begin).ok(),
         )?;
-        let outcome = self.run.run_agent(Some(&self.unit), agent, &text).await;
+        let outcome = self.run.run_agent(&self.unit, agent, &text).await;
         let (result, mut detail, budget_stop) = settle(r, &outcome);
         detail.base = base;
         self.run
             .end_step(id, result, serde_json::to_string(&detail).ok())?;
         self.run.emit_unit(
-            &self.unit,
+            &self.unit.key,
             EventBody::TaskStageEnded {
                 task: self.task.id.clone(),
                 stage: r.stage,

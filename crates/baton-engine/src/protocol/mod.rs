@@ -470,3 +470,6 @@ pub enum Op {
     /// Stop the run; the interrupted step runs again next time.
     Cancel,
 }
+
+#[cfg(test)]
+mod tests;
