@@ -14,7 +14,8 @@
 //!   [`BudgetFlags`], [`Config::agent_models`]);
 //! - [`paths`]: paths the file leaves unset, found from the project's BMad layout;
 //! - [`tdd`]: the test-first guard's settings and mode;
-//! - [`template`]: the file `baton init` writes.
+//! - [`template`]: the file `baton init` writes;
+//! - [`trust`]: the user's list of trusted projects, which decides whether [`narrow`] applies.
 
 #![warn(missing_docs)]
 
@@ -28,6 +29,7 @@ pub mod raw;
 pub mod resolve;
 pub mod tdd;
 pub mod template;
+pub mod trust;
 
 pub use error::ConfigError;
 pub use layer::{AgentModels, BudgetFlags, FlagError};
