@@ -6,6 +6,11 @@
 //! front end: the run's cost limits ([`BudgetFlags`]) and the model for every agent
 //! ([`Config::agent_models`]). Nothing here prints: what an untrusted project did not get is
 //! returned in [`Config::ignored`] for the front end to show.
+//!
+//! There is no user-wide `baton.toml` between the bundled defaults and the project's file yet.
+//! Before one is read, narrowing must compare an untrusted file with the layers beneath it
+//! rather than with the bundled defaults alone: otherwise such a file could replace a user's
+//! stricter choice (a lower `hard_usd`, an extra deny pattern) with a default one.
 
 use crate::FILE_NAME;
 use crate::error::ConfigError;
