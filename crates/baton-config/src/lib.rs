@@ -14,6 +14,7 @@
 //!   [`BudgetFlags`], [`Config::agent_models`]);
 //! - [`paths`]: paths the file leaves unset, found from the project's BMad layout;
 //! - [`tdd`]: the test-first guard's settings and mode;
+//! - [`rules`]: which context rules are in force;
 //! - [`template`]: the file `baton init` writes;
 //! - [`trust`]: the user's list of trusted projects, which decides whether [`narrow`] applies.
 
@@ -27,6 +28,7 @@ pub mod narrow;
 pub mod paths;
 pub mod raw;
 pub mod resolve;
+pub mod rules;
 pub mod tdd;
 pub mod template;
 pub mod trust;

@@ -9,7 +9,7 @@ use crate::cli::{TddAction, TddArgs};
 use crate::commands::Code;
 use crate::config::Config;
 use anyhow::{Context, Result};
-use baton_agent::rules::{self, Rule};
+use baton_agent::rules::Rule;
 use baton_agent::tdd::{BASH_WRITE, MODE_SETTING, TddCore, TddMode};
 use baton_store::journal::SqliteJournal;
 use serde_json::json;
@@ -44,20 +44,10 @@ pub fn core(
     Ok(Some(core))
 }
 
-/// The context rules in force: bundled, the user's (`<config dir>/rules/`) and, in a trusted
-/// project, the project's (`.baton/rules/`); none if `[rules] enabled = false`.
+/// The context rules in force ([`Config::context_rules`]), with the user's configuration
+/// directory as the environment names it.
 pub fn context_rules(cfg: &Config) -> Result<Vec<Rule>> {
-    if !cfg.rules_enabled {
-        return Ok(Vec::new());
-    }
-    let mut layers = vec![rules::bundled()];
-    if let Some(dir) = crate::env::config_dir() {
-        layers.push(rules::load_dir(&dir.join("rules"))?);
-    }
-    if cfg.trusted {
-        layers.push(rules::load_dir(&cfg.state_dir.join("rules"))?);
-    }
-    Ok(rules::merge(layers))
+    Ok(cfg.context_rules(crate::env::config_dir().as_deref())?)
 }
 
 /// Runs `baton tdd`.
