@@ -11,8 +11,6 @@ mod cli_workers;
 mod commands;
 mod config;
 mod env;
-mod limits;
-mod narrow;
 mod plan_args;
 mod project;
 mod render;

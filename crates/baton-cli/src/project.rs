@@ -1,9 +1,8 @@
 //! Finding the project and opening its state: config, sprint document, journal, ledger.
 //!
 //! Paths that `baton.toml` does not set are found the way BMad finds them
-//! ([`baton_store::locate`]): from the project's BMad config, else the folders BMad versions
-//! write to by default, so a v6-alpha project with `docs/sprint-artifacts/sprint-status.yaml`
-//! works without any setting.
+//! ([`Config::locate_unset`]), so a v6-alpha project with
+//! `docs/sprint-artifacts/sprint-status.yaml` works without any setting.
 
 use crate::config::{self, Config};
 use anyhow::{Context, Result};
@@ -37,37 +36,12 @@ pub fn config(root: &Path) -> Result<Config> {
 }
 
 /// Loads `baton.toml`; for each of `paths.sprint_status`, `paths.stories` and
-/// `paths.planning` it does not set, takes what [`locate::locate`] finds. Returns the layout
-/// when it was consulted.
+/// `paths.planning` it does not set, takes what [`locate::locate`] finds
+/// ([`Config::locate_unset`]). Returns the layout when it was consulted.
 pub fn located(root: &Path) -> Result<(Config, Option<Layout>)> {
-    let mut cfg = Config::load(root)?;
-    let toml_path = root.join(config::FILE_NAME);
-    // `Config::load` has read (and checked) the file already; a read failing now is no file.
-    let raw = match baton_store::bounded::read_to_string(
-        &toml_path,
-        baton_store::bounded::CONFIG_LIMIT,
-    ) {
-        Ok(text) => config::parse(&toml_path, &text)?,
-        Err(_) => config::RawConfig::default(),
-    };
-    let paths = &raw.paths;
-    if paths.sprint_status.is_some() && paths.stories.is_some() && paths.planning.is_some() {
-        return Ok((cfg, None));
-    }
-    let layout = locate::locate(root);
-    if paths.sprint_status.is_none() {
-        cfg.sprint_status = layout
-            .sprint_status
-            .clone()
-            .unwrap_or_else(|| layout.sprint_default.clone());
-    }
-    if paths.stories.is_none() {
-        cfg.stories = layout.stories.clone();
-    }
-    if paths.planning.is_none() {
-        cfg.planning = layout.planning.clone();
-    }
-    Ok((cfg, Some(layout)))
+    let mut cfg = config::load(root)?;
+    let layout = cfg.locate_unset();
+    Ok((cfg, layout))
 }
 
 /// Fails with a helpful message when the sprint file is missing.

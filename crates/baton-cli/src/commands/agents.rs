@@ -22,7 +22,7 @@ pub fn run(root: &Path, args: &AgentsArgs) -> Result<Code> {
     let mut errors: Vec<String> = found.errors.iter().map(|e| e.to_string()).collect();
     // The agents do not depend on `baton.toml`, but every command that runs them does: an
     // invalid file is an error here too, not something to find out later.
-    if let Err(e) = crate::config::Config::load(root) {
+    if let Err(e) = crate::config::load(root) {
         errors.push(e.to_string());
     }
     // `[agents] model` runs every agent on one model: show the model that will run.

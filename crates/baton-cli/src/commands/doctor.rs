@@ -215,7 +215,7 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
             )),
         }
     }
-    for name in declared_providers(root) {
+    for name in cfg.declared_providers.clone() {
         used.entry(name).or_default();
     }
     let mut providers = Vec::new();
@@ -265,16 +265,6 @@ fn budget_lines(cfg: &Config) -> Vec<String> {
         out.push(format!("{v} output tokens"));
     }
     out
-}
-
-/// The providers `baton.toml` declares, by name.
-fn declared_providers(root: &Path) -> Vec<String> {
-    let path = root.join(crate::config::FILE_NAME);
-    std::fs::read_to_string(&path)
-        .ok()
-        .and_then(|text| crate::config::parse(&path, &text).ok())
-        .map(|raw| raw.providers.into_keys().collect())
-        .unwrap_or_default()
 }
 
 fn sprint_view(root: &Path, cfg: &Config) -> SprintView {

@@ -20,27 +20,21 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// `cfg` with the command line's cost limits in place of `[budget]`'s.
-pub fn with_budget(mut cfg: Config, b: &BudgetArgs) -> Config {
-    if b.warn_usd.is_some() {
-        cfg.budget.warn_usd = b.warn_usd;
-    }
-    if b.hard_usd.is_some() {
-        cfg.budget.hard_usd = b.hard_usd;
-    }
-    cfg.budget.allow_over_budget |= b.allow_over_budget;
-    cfg
+pub fn with_budget(cfg: Config, b: &BudgetArgs) -> Config {
+    cfg.with_budget(&budget_flags(b))
 }
 
 /// Checks the command line's cost limits like `[budget]`'s.
 pub fn check_budget_args(b: &BudgetArgs) -> Result<()> {
-    for (flag, v) in [("--warn-usd", b.warn_usd), ("--hard-usd", b.hard_usd)] {
-        if let Some(v) = v
-            && !(v.is_finite() && v >= 0.0)
-        {
-            bail!("{flag} {v}: give a number of US dollars, 0 or more");
-        }
+    Ok(budget_flags(b).check()?)
+}
+
+fn budget_flags(b: &BudgetArgs) -> baton_config::BudgetFlags {
+    baton_config::BudgetFlags {
+        warn_usd: b.warn_usd,
+        hard_usd: b.hard_usd,
+        allow_over_budget: b.allow_over_budget,
     }
-    Ok(())
 }
 
 /// The plan file relative to the project root (it must lie inside it).
@@ -80,7 +74,7 @@ fn print_report(r: &SddReport, json: bool) -> Result<()> {
 /// The test-first guard for the implementer: the project's, or `tdd` when the project has none.
 fn guard(cfg: &Config, journal: &Arc<Mutex<SqliteJournal>>) -> Result<Arc<TddCore>> {
     let core = TddCore::new(
-        super::tdd::settings(cfg, TddMode::Tdd),
+        cfg.tdd_settings(TddMode::Tdd),
         &cfg.root,
         journal.clone(),
         "native",

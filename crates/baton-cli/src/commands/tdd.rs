@@ -9,9 +9,8 @@ use crate::cli::{TddAction, TddArgs};
 use crate::commands::Code;
 use crate::config::Config;
 use anyhow::{Context, Result};
-use baton_agent::rules::{self, Rule};
-use baton_agent::tdd::map::Override;
-use baton_agent::tdd::{BASH_WRITE, MODE_SETTING, TddCore, TddMode, TddSettings};
+use baton_agent::rules::Rule;
+use baton_agent::tdd::{BASH_WRITE, MODE_SETTING, TddCore, TddMode};
 use baton_store::journal::SqliteJournal;
 use serde_json::json;
 use std::path::Path;
@@ -19,48 +18,10 @@ use std::sync::{Arc, Mutex};
 
 /// The mode in force, and where it comes from.
 pub fn effective_mode(cfg: &Config, journal: &SqliteJournal) -> Result<(TddMode, String)> {
-    let user = journal
+    let recorded = journal
         .guard_setting(MODE_SETTING)?
         .and_then(|m| TddMode::parse(&m));
-    let toml = cfg.tdd.mode.as_deref().and_then(TddMode::parse);
-    Ok(match (user, toml) {
-        (Some(u), Some(t)) if !cfg.trusted && t > u => (
-            t,
-            "baton.toml (an untrusted project may make the guard stricter)".to_owned(),
-        ),
-        (Some(u), _) => (u, "`baton tdd`".to_owned()),
-        (None, Some(t)) => (t, "baton.toml".to_owned()),
-        (None, None) => (TddMode::Off, "default".to_owned()),
-    })
-}
-
-/// The guard's settings for `cfg` in `mode`, after the trust rules.
-pub fn settings(cfg: &Config, mode: TddMode) -> TddSettings {
-    let mut s = TddSettings::defaults(mode);
-    if let Some(exempt) = &cfg.tdd.exempt {
-        s.exempt = exempt.clone();
-    }
-    if cfg.trusted {
-        if let Some(extra) = &cfg.tdd.test_commands {
-            s.test_commands.extend(extra.iter().cloned());
-        }
-        if let Some(cmd) = &cfg.sprint.test_command
-            && !cmd.is_empty()
-        {
-            s.test_commands.push(cmd.clone());
-        }
-    }
-    s.overrides = cfg
-        .tdd
-        .overrides
-        .iter()
-        .flatten()
-        .map(|(glob, test)| Override {
-            glob: glob.clone(),
-            test: test.clone(),
-        })
-        .collect();
-    s
+    Ok(cfg.tdd_mode(recorded))
 }
 
 /// The guard for `cfg` keeping its state in `journal` under `scope`; `None` when it is off.
@@ -78,25 +39,15 @@ pub fn core(
     if mode == TddMode::Off {
         return Ok(None);
     }
-    let core = TddCore::new(settings(cfg, mode), &cfg.root, journal, scope)
+    let core = TddCore::new(cfg.tdd_settings(mode), &cfg.root, journal, scope)
         .with_context(|| format!("`{}`", cfg.root.join(crate::config::FILE_NAME).display()))?;
     Ok(Some(core))
 }
 
-/// The context rules in force: bundled, the user's (`<config dir>/rules/`) and, in a trusted
-/// project, the project's (`.baton/rules/`); none if `[rules] enabled = false`.
+/// The context rules in force ([`Config::context_rules`]), with the user's configuration
+/// directory as the environment names it.
 pub fn context_rules(cfg: &Config) -> Result<Vec<Rule>> {
-    if !cfg.rules_enabled {
-        return Ok(Vec::new());
-    }
-    let mut layers = vec![rules::bundled()];
-    if let Some(dir) = crate::env::config_dir() {
-        layers.push(rules::load_dir(&dir.join("rules"))?);
-    }
-    if cfg.trusted {
-        layers.push(rules::load_dir(&cfg.state_dir.join("rules"))?);
-    }
-    Ok(rules::merge(layers))
+    Ok(cfg.context_rules(crate::env::config_dir().as_deref())?)
 }
 
 /// Runs `baton tdd`.
@@ -139,7 +90,7 @@ pub fn run(root: &Path, args: &TddArgs) -> Result<Code> {
         }
         TddAction::Status { json, limit } => {
             let (mode, from) = effective_mode(&cfg, &journal)?;
-            let s = settings(&cfg, mode);
+            let s = cfg.tdd_settings(mode);
             let open: Vec<_> = journal
                 .allowances()?
                 .into_iter()

@@ -200,11 +200,9 @@ pub fn build_setup(
         cfg.commands.clone(),
     );
     setup.extra_tools = sprint_tools;
-    // `--model` wins over everything, `[agents.roles]` over `[agents] model`.
-    if model.is_none() {
-        setup.role_models = cfg.role_models.clone();
-    }
-    setup.model_override = model.or(cfg.agent_model.clone());
+    let models = cfg.agent_models(model);
+    setup.role_models = models.role_models;
+    setup.model_override = models.model_override;
     setup.cli = crate::cli_workers::config(cfg);
     setup.transcript_dir = Some(cfg.runs_dir().join(run_id));
     setup.max_turns = cfg.max_turns;

@@ -5,7 +5,8 @@
 //! here with the file, line and key named, never reach arithmetic that panics. Deny patterns are
 //! compiled here too, so an invalid glob is reported against `baton.toml` and its key.
 
-use crate::config::{ConfigError, RawConfig};
+use crate::error::ConfigError;
+use crate::raw::RawConfig;
 use std::path::Path;
 
 /// The longest timeout accepted anywhere, in seconds: a year.
@@ -15,28 +16,6 @@ pub const MAX_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
 /// The largest count accepted for turns, rounds, findings, batch size and concurrency.
 pub const MAX_COUNT: u64 = 100_000;
 
-/// The 1-based line of `key` in `[section]` of `text` (1 when it cannot be found).
-pub fn line_of(text: &str, section: &str, key: &str) -> usize {
-    let mut current = String::new();
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
-        if let Some(h) = t.strip_prefix('[') {
-            current = h.trim_end_matches(']').trim().to_owned();
-            continue;
-        }
-        let name = t
-            .split('=')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .trim_matches('"');
-        if current == section && name == key {
-            return i + 1;
-        }
-    }
-    1
-}
-
 struct Check<'a> {
     path: &'a Path,
     text: &'a str,
@@ -44,13 +23,7 @@ struct Check<'a> {
 
 impl Check<'_> {
     fn fail(&self, section: &str, key: &str, message: String) -> ConfigError {
-        let line = line_of(self.text, section, key);
-        ConfigError::Value {
-            path: self.path.to_path_buf(),
-            line,
-            key: format!("[{section}] {key}"),
-            message,
-        }
+        ConfigError::value(self.path, self.text, section, key, message)
     }
 
     fn range(
@@ -256,7 +229,7 @@ pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Config, parse};
+    use crate::{Config, parse};
 
     fn check(toml: &str) -> Result<(), String> {
         let path = Path::new("/p/baton.toml");
@@ -322,7 +295,7 @@ mod tests {
             assert!(err.contains(&format!("`{key}`")), "{toml}: {err}");
             assert!(err.starts_with("/p/baton.toml:"), "{err}");
         }
-        assert!(check(crate::config::TEMPLATE).is_ok());
+        assert!(check(crate::TEMPLATE).is_ok());
     }
 
     #[test]

@@ -27,12 +27,12 @@
 //! - `[budget]` limits apply (they can only lower what a run may spend: there is no limit by
 //!   default), but `allow_over_budget = true` is ignored: it would lift `hard_usd`;
 //! - no agent may be moved onto a coding-agent CLI (`[agents.roles]`, `[agents] model`), and
-//!   `[cli.*]` may not name a program, a server or a key variable (`crate::cli_workers`).
+//!   `[cli.*]` may not name a program, a server or a key variable ([`crate::cli`]).
 //!
 //! Everything else (timeouts of runs and agents, batch sizes, `[agents] model`
 //! among the bundled providers) only changes how much work is done, and applies as written.
 
-use crate::config::RawConfig;
+use crate::raw::RawConfig;
 use baton_llm::ModelSpec;
 use baton_llm::pricing::{Price, bundled_prices, price_for};
 use baton_llm::registry::bundled_providers;
@@ -50,7 +50,7 @@ pub fn narrow(raw: &mut RawConfig) -> Vec<String> {
     paths(raw, &mut ignored);
     tdd(raw, &mut ignored);
     budget(raw, &mut ignored);
-    crate::cli_workers::narrow(raw, &mut ignored);
+    crate::cli::narrow(raw, &mut ignored);
     ignored
 }
 
@@ -304,7 +304,7 @@ fn paths(raw: &mut RawConfig, ignored: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Config, parse};
+    use crate::{Config, parse};
 
     fn narrowed(toml: &str) -> (RawConfig, Vec<String>) {
         let mut raw = parse(Path::new("baton.toml"), toml).unwrap();

@@ -1,0 +1,279 @@
+//! `baton.toml` as written: the serde types, every table with unknown keys rejected.
+//!
+//! These are the first of the two phases (STYLE.md habit 5): the file's shape, every value
+//! optional, nothing checked beyond its type. [`parse`] names the line of a syntax error or an
+//! unknown key; ranges are checked by [`crate::limits`], the trust rules applied by
+//! [`crate::narrow`], and defaults filled in by [`crate::resolve`].
+
+use crate::error::ConfigError;
+use baton_agent::worker::cli::Cli;
+use baton_core::budget::BudgetLimits;
+use baton_llm::pricing::Price;
+use baton_llm::registry::ProviderConfig;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// `baton.toml` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    /// `[paths]`.
+    #[serde(default)]
+    pub paths: RawPaths,
+    /// `[sprint]`.
+    #[serde(default)]
+    pub sprint: RawSprint,
+    /// `[providers.NAME]`: model providers (override the bundled ones by name).
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// `[prices."provider/model"]`: prices per million tokens (override the bundled ones).
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
+    /// `[budget]`.
+    #[serde(default)]
+    pub budget: BudgetLimits,
+    /// `[commands]`.
+    #[serde(default)]
+    pub commands: RawCommands,
+    /// `[sandbox]`.
+    #[serde(default)]
+    pub sandbox: RawSandbox,
+    /// `[agents]`.
+    #[serde(default)]
+    pub agents: RawAgents,
+    /// `[team]`.
+    #[serde(default)]
+    pub team: RawTeam,
+    /// `[tdd]`: the test-first guard.
+    #[serde(default)]
+    pub tdd: RawTdd,
+    /// `[rules]`: context rules.
+    #[serde(default)]
+    pub rules: RawRules,
+    /// `[cli.NAME]`: coding-agent CLIs (docs/cli-workers.md).
+    #[serde(default)]
+    pub cli: RawCli,
+}
+
+/// `[tdd]`: the test-first guard (docs/tdd.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTdd {
+    /// `off`, `tdd` or `atdd` (`baton tdd …` overrides it; an untrusted project may only turn
+    /// the guard on).
+    pub mode: Option<String>,
+    /// Globs of paths the guard never checks (replaces the defaults).
+    pub exempt: Option<Vec<String>>,
+    /// Commands that run the tests, each a program with leading arguments (added to the defaults).
+    pub test_commands: Option<Vec<Vec<String>>>,
+    /// Explicit mappings: implementation glob → test path (`{stem}`: the file's stem).
+    pub overrides: Option<BTreeMap<String, String>>,
+}
+
+/// `[rules]`: context rules (docs/agents.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRules {
+    /// Whether rules are injected at all (default true).
+    pub enabled: Option<bool>,
+}
+
+/// `[commands]`: what `run_command` may run.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCommands {
+    /// Programs allowed (replaces the default list).
+    pub allow: Option<Vec<String>>,
+    /// Timeout of one command, in seconds (default 300).
+    pub timeout_secs: Option<u64>,
+    /// Output kept per command, in bytes (default 30000).
+    pub max_output_bytes: Option<usize>,
+}
+
+/// `[sandbox]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSandbox {
+    /// Glob patterns agents may neither read nor write (replaces the default list).
+    pub deny: Option<Vec<String>>,
+}
+
+/// `[agents]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAgents {
+    /// A `provider/model` that replaces every agent's own model.
+    pub model: Option<String>,
+    /// Turn limit of agents that set none (default 40).
+    pub max_turns: Option<u32>,
+    /// Timeout of agents that set none, in seconds (default 1800).
+    pub timeout_secs: Option<u64>,
+    /// Output cap of one model turn, in tokens, for agents without their own (default 8192; a
+    /// provider's `max_tokens` lowers it).
+    pub max_tokens: Option<u32>,
+    /// `[agents.overrides.NAME]`: settings of one agent.
+    #[serde(default)]
+    pub overrides: BTreeMap<String, RawAgentOverride>,
+    /// `[agents.roles]`: a model (or CLI backend) per role.
+    #[serde(default)]
+    pub roles: BTreeMap<String, String>,
+}
+
+/// `[agents.overrides.NAME]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAgentOverride {
+    /// Output cap of one model turn of this agent, in tokens.
+    pub max_tokens: Option<u32>,
+}
+
+/// `[team]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTeam {
+    /// How many agents `--parallel` runs at once (default 4).
+    pub concurrency: Option<usize>,
+}
+
+/// `[paths]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPaths {
+    /// The sprint-status file.
+    pub sprint_status: Option<PathBuf>,
+    /// Where story files live.
+    pub stories: Option<PathBuf>,
+    /// Planning artifacts.
+    pub planning: Option<PathBuf>,
+}
+
+/// `[sprint]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSprint {
+    /// Write extended statuses literally (default false: projection + comment).
+    pub write_extended_statuses: Option<bool>,
+    /// Move an epic to done when all its stories are done (default true).
+    pub auto_epic_done: Option<bool>,
+    /// Days after which the sprint file is reported stale (default 7).
+    pub stale_days: Option<u32>,
+    /// The project's test command, run by the orchestrator after every dev and fix step
+    /// (program and arguments, no shell), e.g. `["cargo", "test"]`.
+    pub test_command: Option<Vec<String>>,
+    /// Timeout of one test run in seconds (default 900).
+    pub test_timeout_secs: Option<u64>,
+    /// Fix rounds before escalating (default 3).
+    pub max_review_rounds: Option<u32>,
+    /// Findings a review must report (default 3).
+    pub min_findings: Option<usize>,
+    /// Review story documents before development (default false).
+    pub story_review: Option<bool>,
+    /// Verify stories end to end with QA after review (default false).
+    pub qa: Option<bool>,
+    /// Stories per `baton sprint` run (default 3).
+    pub batch: Option<usize>,
+    /// Statuses a story enters only after a human confirms, in standard mode (default ["done"]).
+    pub checkpoints: Option<Vec<String>>,
+    /// Timeout of one story in seconds (default 7200).
+    pub story_timeout_secs: Option<u64>,
+    /// Timeout of one run in seconds (default 28800).
+    pub run_timeout_secs: Option<u64>,
+    /// Hold an epic's retrospective when its last story is done (default false).
+    pub retrospective: Option<bool>,
+}
+
+/// `[cli]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCli {
+    /// `[cli.claude-code]`.
+    #[serde(rename = "claude-code", default)]
+    pub claude_code: Option<RawCliSettings>,
+    /// `[cli.codex]`.
+    #[serde(default)]
+    pub codex: Option<RawCliSettings>,
+    /// `[cli.pi]`.
+    #[serde(default)]
+    pub pi: Option<RawCliSettings>,
+}
+
+impl RawCli {
+    pub(crate) fn entries_mut(&mut self) -> [(Cli, &mut Option<RawCliSettings>); 3] {
+        [
+            (Cli::ClaudeCode, &mut self.claude_code),
+            (Cli::Codex, &mut self.codex),
+            (Cli::Pi, &mut self.pi),
+        ]
+    }
+
+    /// The section of `cli`.
+    pub fn get(&self, cli: Cli) -> Option<&RawCliSettings> {
+        match cli {
+            Cli::ClaudeCode => self.claude_code.as_ref(),
+            Cli::Codex => self.codex.as_ref(),
+            Cli::Pi => self.pi.as_ref(),
+        }
+    }
+}
+
+/// `[cli.NAME]`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawCliSettings {
+    /// The program (absolute, or relative to the project).
+    pub program: Option<PathBuf>,
+    /// A model server the CLI is pointed at.
+    pub base_url: Option<String>,
+    /// pi only: the wire of `base_url`.
+    pub api: Option<String>,
+    /// The variable holding the key passed to the CLI.
+    pub api_key_env: Option<String>,
+    /// Retries of a failed model call.
+    pub max_retries: Option<u32>,
+    /// Seconds without an event before the run is stopped.
+    pub stall_timeout_secs: Option<u64>,
+    /// `refuse` (default) or `allow`: whether the CLI may run in a workspace holding the
+    /// repository's own configuration for it that no flag turns off.
+    pub project_config: Option<String>,
+}
+
+/// Parses `baton.toml` text; errors name the line.
+pub fn parse(path: &Path, text: &str) -> Result<RawConfig, ConfigError> {
+    toml::from_str(text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+            .unwrap_or(1);
+        ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line,
+            message: e.message().to_owned(),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_are_rejected_with_their_line() {
+        let err = parse(
+            Path::new("baton.toml"),
+            "[paths]\nstories = \"s\"\n\n[sprint]\nauto_epic_dne = true\n",
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("baton.toml:5: unknown field `auto_epic_dne`"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_cli_is_rejected() {
+        let text = "[cli.gemini]\nprogram = \"x\"\n";
+        assert!(parse(Path::new("baton.toml"), text).is_err());
+    }
+}

@@ -1,0 +1,112 @@
+//! The `baton.toml` that `baton init` writes: every setting, commented, at its default.
+//!
+//! Kept beside the parser so that a test holds it to the schema: it must parse, and resolve to
+//! the same settings as no file at all.
+
+/// The `baton.toml` that `baton init` writes: every setting, commented, at its default.
+pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional. Commented values are the defaults, except in
+# [budget] and [agents] model, which have no default (no limit, each agent's own model).
+
+[paths]
+# sprint_status = "_bmad-output/implementation-artifacts/sprint-status.yaml"
+# stories = "_bmad-output/implementation-artifacts"
+# planning = "_bmad-output/planning-artifacts"
+
+[sprint]
+# Write baton's extended story states (needs-intervention, e2e-verify, ...) literally into
+# sprint-status.yaml. Off: the file keeps BMad's canonical status plus a `# baton: ...` comment.
+# write_extended_statuses = false
+# Move an epic to `done` when all its stories are done (BMad leaves this to a human).
+# auto_epic_done = true
+# Warn when the sprint file has not been updated for this many days.
+# stale_days = 7
+# The test command the orchestrator runs itself after every dev and fix step (no shell).
+# test_command = ["cargo", "test"]
+# test_timeout_secs = 900
+# max_review_rounds = 3
+# min_findings = 3
+# story_review = false
+# qa = false
+# batch = 3
+# In standard mode a story enters these statuses only after a human confirms.
+# checkpoints = ["done"]
+# story_timeout_secs = 7200
+# run_timeout_secs = 28800
+# Hold an epic's retrospective (scrum master) when its last story is done.
+# retrospective = false
+
+[budget]
+# warn_usd = 5.0
+# hard_usd = 20.0
+# max_input_tokens = 5000000
+# max_output_tokens = 500000
+
+[agents]
+# model = "anthropic/claude-sonnet-4-5"   # replaces every agent's own model
+# max_turns = 40
+# timeout_secs = 1800
+# Output cap of one model turn, in tokens; a provider's `max_tokens` lowers it.
+# max_tokens = 8192
+# [agents.overrides.dev]
+# max_tokens = 16384
+
+[team]
+# concurrency = 4
+
+[commands]
+# Programs agents may run (no shell; arguments are passed as a list).
+# allow = ["cargo", "git", "ls", "cat", "echo", "python3", "npm", "node", "make", "go", "pytest"]
+# timeout_secs = 300
+# max_output_bytes = 30000
+
+[sandbox]
+# Files agents may neither read nor write.
+# deny = [".env*", "*.pem", "*.key", "id_*"]
+
+[tdd]
+# The test-first guard: off, tdd or atdd (`baton tdd on|off|atdd` overrides this). See docs/tdd.md.
+# mode = "off"
+# exempt = ["*.d.ts", "*.config.*", "migrations/**", "docs/**", "*.md", "*.lock", ...]
+# Commands that count as test runs, added to the defaults (cargo test, npm test, pytest, go test, ...).
+# test_commands = [["make", "check"]]
+# [tdd.overrides]
+# "src/legacy/*.rs" = "tests/legacy_{stem}.rs"
+
+[rules]
+# Context rules remind agents of the process when their own words show they are about to skip it.
+# enabled = true
+
+# Providers: bundled ones are openai, anthropic, ollama, vllm, llamacpp, openrouter, script.
+# [providers.ollama]
+# kind = "openai"
+# base_url = "http://localhost:11434/v1"
+# max_tokens = 4096        # output cap of one turn on this provider
+# tool_choice = "auto"     # sent with tools: auto, required or none (OpenAI-compatible only)
+#
+# [providers.anthropic]
+# kind = "anthropic"
+# api_key_env = "ANTHROPIC_API_KEY"
+
+# Prices in US dollars per million tokens (bundled for common models).
+# [prices."openai/gpt-4o"]
+# input_per_mtok = 2.5
+# output_per_mtok = 10.0
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, RawConfig, parse};
+    use std::path::Path;
+
+    #[test]
+    fn the_template_parses_to_defaults() {
+        let raw = parse(Path::new("baton.toml"), TEMPLATE).unwrap();
+        let a = Config::resolve(Path::new("/p"), raw);
+        let b = Config::resolve(Path::new("/p"), RawConfig::default());
+        assert_eq!(a.sprint_status, b.sprint_status);
+        assert_eq!(a.providers.len(), b.providers.len());
+        assert_eq!(a.max_turns, b.max_turns);
+        assert_eq!(a.sandbox_deny, b.sandbox_deny);
+    }
+}
