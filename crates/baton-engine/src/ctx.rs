@@ -10,13 +10,13 @@
 use crate::error::EngineError;
 use crate::protocol::{EventBody, UnitKey};
 use crate::run::{Run, Unit, escalate};
-use baton_agent::workspace::Workspace;
 use crate::settings::SprintSettings;
 use crate::sprint_tools::SharedLedger;
 use crate::story_doc;
 use crate::workflows::sprint::report::StoryReport;
 use baton_agent::outcome::Outcome;
 use baton_agent::runner::Mode;
+use baton_agent::workspace::Workspace;
 use baton_core::actor::Actor;
 use baton_core::dispatch::Stage;
 use baton_core::status::{Status, StatusValue};
@@ -65,7 +65,7 @@ impl RunCtx {
             .map_err(|_| EngineError::NoLedger("the ledger lock is poisoned".into()))?;
         match guard.as_mut() {
             Ok(l) => f(l),
-            Err(why) => Err(EngineError::NoLedger(why.clone())),
+            Err(why) => Err(EngineError::NoLedger(why.to_string())),
         }
     }
 
@@ -281,11 +281,7 @@ impl StoryCtx {
         if let Ok(mut r) = self.report.lock() {
             r.agents.push(agent.to_owned());
         }
-        let outcome = self
-            .run
-            .run
-            .run_agent(&self.unit, agent, task)
-            .await;
+        let outcome = self.run.run.run_agent(&self.unit, agent, task).await;
         if let Ok(mut r) = self.report.lock() {
             r.input_tokens += outcome.usage.total_input();
             r.output_tokens += outcome.usage.output_tokens;

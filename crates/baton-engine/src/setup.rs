@@ -77,7 +77,10 @@ pub enum SetupError {
     },
 }
 
-/// Everything shared by the agents of one run.
+/// Everything shared by the agents of one run: cloneable services (agents, providers, the
+/// budget, cancellation, guards, the model clients' cache). The per-unit part, the workspace an
+/// agent works in, is given to [`Setup::worker_in`]; [`Setup::workspace`] is the main tree's.
+#[derive(Clone)]
 pub struct Setup {
     /// Project (or worktree) root.
     pub root: PathBuf,
@@ -128,7 +131,8 @@ pub struct Setup {
     /// Models by role (`[agents.roles]`): they win over [`Setup::model_override`] and over an
     /// agent's own model.
     pub role_models: BTreeMap<String, String>,
-    clients: Mutex<HashMap<String, Arc<dyn ModelClient>>>,
+    /// One client per `provider/model`, shared by every clone.
+    clients: Arc<Mutex<HashMap<String, Arc<dyn ModelClient>>>>,
 }
 
 impl Setup {
@@ -174,7 +178,7 @@ impl Setup {
             rules_journal: None,
             cli: CliConfig::default(),
             role_models: BTreeMap::new(),
-            clients: Mutex::new(HashMap::new()),
+            clients: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 

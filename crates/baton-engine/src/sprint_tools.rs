@@ -19,7 +19,12 @@ use std::sync::{Arc, Mutex};
 
 /// The shared ledger; `Err` holds why there is none (no sprint file yet), which the tools return
 /// to the model.
-pub type SharedLedger = Arc<Mutex<Result<Ledger<SqliteJournal>, String>>>;
+pub type SharedLedger = Arc<Mutex<Result<Ledger<SqliteJournal>, NoSprint>>>;
+
+/// Why a run has no sprint ledger (`baton sdd` and `baton plan` work without the sprint file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NoSprint(pub String);
 
 /// Both sprint tools over one ledger, with each agent's actor taken from its role.
 pub fn tools(
@@ -88,7 +93,7 @@ impl Tool for ReadSprintStatus {
             };
             let ledger = match guard.as_mut() {
                 Ok(l) => l,
-                Err(why) => return ToolResult::error(why.clone()),
+                Err(why) => return ToolResult::error(why.to_string()),
             };
             if let Err(e) = ledger.refresh() {
                 return ToolResult::error(e.to_string());
@@ -214,7 +219,7 @@ impl Tool for UpdateSprintStatus {
             };
             let ledger = match guard.as_mut() {
                 Ok(l) => l,
-                Err(why) => return ToolResult::error(why.clone()),
+                Err(why) => return ToolResult::error(why.to_string()),
             };
             match ledger.transition(&req, &Now::system()) {
                 Ok(applied) if applied.is_empty() => {

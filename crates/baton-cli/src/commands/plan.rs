@@ -296,9 +296,9 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
     }
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = super::team::run_id("plan");
-    let ledger = Arc::new(Mutex::new(Err(
+    let ledger = Arc::new(Mutex::new(Err(baton_engine::sprint_tools::NoSprint(
         "the planning agents do not change the sprint".to_owned(),
-    )));
+    ))));
     let setup = super::team::build_setup(
         root,
         &cfg,
@@ -372,9 +372,9 @@ fn converse(root: &Path, cfg: &crate::config::Config, args: &PlanArgs, view: &en
         return;
     };
     let journal = Arc::new(Mutex::new(journal));
-    let ledger = Arc::new(Mutex::new(Err(
-        "the router does not change the sprint".to_owned()
-    )));
+    let ledger = Arc::new(Mutex::new(Err(baton_engine::sprint_tools::NoSprint(
+        "the router does not change the sprint".to_owned(),
+    ))));
     let run_id = super::team::run_id("chat");
     let Ok(setup) = super::team::build_setup(
         root,

@@ -99,9 +99,10 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
     let found = super::plumbing::discover_agents(root);
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = run_id("sdd");
-    let no_sprint: baton_engine::sprint_tools::SharedLedger = Arc::new(Mutex::new(Err(
-        "`baton sdd` works without the sprint file".to_owned(),
-    )));
+    let no_sprint: baton_engine::sprint_tools::SharedLedger =
+        Arc::new(Mutex::new(Err(baton_engine::sprint_tools::NoSprint(
+            "`baton sdd` works without the sprint file".to_owned(),
+        ))));
     let mut setup = build_setup(
         root,
         &cfg,

@@ -61,7 +61,9 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
     let run_id = run_id("team");
     let ledger = Arc::new(Mutex::new(match crate::project::ledger(&cfg) {
         Ok(l) => Ok(l),
-        Err(e) => Err(format!("the sprint is not available: {e:#}")),
+        Err(e) => Err(baton_engine::sprint_tools::NoSprint(format!(
+            "the sprint is not available: {e:#}"
+        ))),
     }));
     let mode = if args.yolo {
         Mode::Yolo

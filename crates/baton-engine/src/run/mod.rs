@@ -22,11 +22,11 @@ use crate::sprint_tools::SharedLedger;
 use baton_agent::workspace::Workspace;
 use baton_store::journal::SqliteJournal;
 pub use escalate::Answer;
-pub use unit::Unit;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
+pub use unit::Unit;
 
 /// Which workflow a run is (the journal's `runs.kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -77,7 +77,7 @@ impl JournalHandle {
                     .map_err(|_| EngineError::NoLedger("the ledger lock is poisoned".into()))?;
                 match guard.as_mut() {
                     Ok(l) => f(l.journal_mut()),
-                    Err(why) => Err(EngineError::NoLedger(why.clone())),
+                    Err(why) => Err(EngineError::NoLedger(why.to_string())),
                 }
             }
             JournalHandle::Own(journal) => {

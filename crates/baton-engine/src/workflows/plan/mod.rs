@@ -319,7 +319,7 @@ async fn one_step(
     };
     let done = match result {
         Ok(done) => done,
-        Err(reason) => {
+        Err(steps::Unproduced(reason)) => {
             ended(false, reason.clone());
             return Ok(Err(PlanEnd::Failed { step, reason }));
         }

@@ -21,6 +21,11 @@ use baton_store::sprint_file::plan::{PlanJournal, plan_sprint, planned_from};
 use std::io;
 use std::sync::Arc;
 
+/// Why a step produced no artifact (an agent that did not complete, an empty answer, no epics
+/// to plan from); the plan ends `failed` with it, and nothing complete was touched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Unproduced(pub String);
+
 /// The template file of a step.
 fn template_name(step: PlanStep) -> &'static str {
     match step {
@@ -141,17 +146,19 @@ pub fn traceability(plan: &LoadedPlan) -> String {
     out
 }
 
-pub(super) fn sprint_step(opts: &PlanOptions) -> Result<Result<StepDone, String>, PlanError> {
+pub(super) fn sprint_step(opts: &PlanOptions) -> Result<Result<StepDone, Unproduced>, PlanError> {
     let paths = &opts.paths;
     let loaded = planning::load(&paths.planning, &paths.root)?;
     let Some(epics) = &loaded.epics else {
-        return Ok(Err("there is no epics document to plan from".to_owned()));
+        return Ok(Err(Unproduced(
+            "there is no epics document to plan from".to_owned(),
+        )));
     };
     if epics.epics.is_empty() {
-        return Ok(Err(format!(
+        return Ok(Err(Unproduced(format!(
             "`{}` has no `## Epic N: title` heading; nothing to plan",
             epics.path
-        )));
+        ))));
     }
     let plan = planned_from(epics, &paths.stories);
     let _lock =
@@ -202,7 +209,7 @@ pub(super) async fn agent_step(
     state: &PlanState,
     step: PlanStep,
     resume: bool,
-) -> Result<Result<StepDone, String>, PlanError> {
+) -> Result<Result<StepDone, Unproduced>, PlanError> {
     let paths = &opts.paths;
     let docs = planning::find(&paths.planning);
     let target = facts::artifact(paths, &docs, step, &opts.date);
@@ -282,14 +289,14 @@ pub(super) async fn agent_step(
     let unit = run.unit(UnitKey::PlanStep(step.name().to_owned()));
     let outcome = run.run_agent(&unit, step.role(), &task).await;
     if outcome.status != AgentStatus::Completed {
-        return Ok(Err(ended(&outcome)));
+        return Ok(Err(Unproduced(ended(&outcome))));
     }
     let mut body = clean_body(&outcome.summary);
     if body.trim().is_empty() {
-        return Ok(Err(format!(
+        return Ok(Err(Unproduced(format!(
             "{} answered with an empty document",
             outcome.agent
-        )));
+        ))));
     }
     let mut verdict = None;
     let mut capped = false;

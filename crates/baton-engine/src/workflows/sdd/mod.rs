@@ -329,7 +329,9 @@ impl TaskCtx<'_> {
                 TaskDecision::Escalate(e) => {
                     let title = format!("task {}: {}", self.task.id, e.title);
                     let after_step = facts.steps.last().map_or(0, |s| s.id);
-                    self.run.raise(&self.unit.key, title, &e, after_step).await?;
+                    self.run
+                        .raise(&self.unit.key, title, &e, after_step)
+                        .await?;
                 }
                 TaskDecision::Resolve { id, then } => {
                     self.run.resolve_escalation(id)?;
