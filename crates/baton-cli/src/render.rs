@@ -6,7 +6,9 @@
 use anyhow::{Context, Result};
 use baton_core::escalation::{EscalationKind, choose};
 use baton_engine::protocol::{EscalationView, Event, EventBody, Op, Scope, UnitKey};
-use baton_engine::session::Session;
+use baton_engine::run::{Run, RunSpec};
+use baton_engine::session::{self, Session};
+use baton_engine::workflow::Workflow;
 use std::io::{BufRead, Write};
 
 /// Asks the human at the terminal; `None`: answer later.
@@ -344,6 +346,17 @@ impl Style {
             Style::Quiet => {}
         }
     }
+}
+
+/// Runs `workflow` as the run `spec` describes, on a fresh runtime, rendering its events in
+/// `style` and (when the run is interactive) asking the human at the terminal; the report.
+pub fn run<W: Workflow>(spec: RunSpec, workflow: W, style: Style) -> Result<W::Report> {
+    let interactive = spec.interactive;
+    crate::commands::plumbing::runtime()?.block_on(async {
+        let (run, io) = Run::new(spec);
+        let session = session::start(workflow, run, io).await?;
+        drive(session, interactive, style).await
+    })
 }
 
 /// Renders the session's events and asks the human at the terminal (when `interactive`) until

@@ -9,7 +9,7 @@ mod guard;
 mod init;
 mod log;
 mod plan;
-mod plumbing;
+pub(crate) mod plumbing;
 mod policy;
 mod sdd;
 mod set;

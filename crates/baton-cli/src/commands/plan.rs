@@ -13,8 +13,7 @@ use baton_agent::runner::Mode;
 use baton_core::plan::docs::{ReqKind, parse_architecture, parse_epics, parse_prd};
 use baton_core::plan::pipeline::{DocState, PlanDecision, PlanStep};
 use baton_core::plan::tier::{Project, suggest_tier};
-use baton_engine::run::{JournalHandle, Run, RunKind, RunSpec};
-use baton_engine::session;
+use baton_engine::run::{JournalHandle, RunKind, RunSpec};
 use baton_engine::workflows::plan::{
     self as engine, Paths, PlanEnd, PlanOptions, PlanRun, PlanState, StepDone,
 };
@@ -314,19 +313,18 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
         journal.clone(),
         None,
     )?;
-    let rt = super::plumbing::runtime()?;
-    let result = rt.block_on(async {
-        let (run, io) = Run::new(RunSpec {
+    let result = render::run(
+        RunSpec {
             id: run_id,
             kind: RunKind::Plan,
             setup: Arc::new(setup),
             journal: JournalHandle::Own(journal),
             escalations_log: cfg.state_dir.join("escalations.log"),
             interactive: false,
-        });
-        let session = session::start(engine::Planning { opts, state }, run, io).await?;
-        render::drive(session, false, render::Style::Plain).await
-    })?;
+        },
+        engine::Planning { opts, state },
+        render::Style::Plain,
+    )?;
     let code = match &result {
         Ok(r) => match &r.end {
             PlanEnd::Done | PlanEnd::Paused { .. } => Code::Ok,

@@ -11,9 +11,8 @@ use anyhow::{Context, Result, bail};
 use baton_agent::runner::Mode;
 use baton_agent::tdd::{TddCore, TddMode};
 use baton_core::sdd::{SddRules, parse_plan};
-use baton_engine::run::{JournalHandle, Run, RunKind, RunSpec};
+use baton_engine::run::{JournalHandle, RunKind, RunSpec};
 use baton_engine::sdd::{Sdd, SddReport, SddSettings};
-use baton_engine::session;
 use baton_store::journal::SqliteJournal;
 use std::io::IsTerminal;
 use std::path::Path;
@@ -133,22 +132,18 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
     let json = args.run.json;
     let interactive = !json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let workflow = Sdd { settings, plan };
-    let rt = super::plumbing::runtime()?;
-    let report = rt.block_on(async {
-        let (run, io) = Run::new(RunSpec {
+    let report = render::run(
+        RunSpec {
             id: run_id,
             kind: RunKind::Sdd,
             setup: Arc::new(setup),
             journal: JournalHandle::Own(journal),
             escalations_log: cfg.state_dir.join("escalations.log"),
             interactive,
-        });
-        let session = session::start(workflow, run, io).await;
-        match session {
-            Ok(s) => render::drive(s, interactive, render::Style::pick(json, false)).await,
-            Err(e) => Err(e.into()),
-        }
-    })?;
+        },
+        workflow,
+        render::Style::pick(json, false),
+    )?;
     print_report(&report, json)?;
     Ok(super::plumbing::exit_code(report.end))
 }

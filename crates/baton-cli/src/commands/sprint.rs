@@ -13,8 +13,7 @@ use anyhow::{Result, bail};
 use baton_agent::runner::Mode;
 use baton_core::escalation::{EscalationKind, choose};
 use baton_engine::protocol::EscalationView;
-use baton_engine::run::{JournalHandle, Run, RunKind, RunSpec};
-use baton_engine::session;
+use baton_engine::run::{JournalHandle, RunKind, RunSpec};
 use baton_engine::sprint::{RunEnd, SprintEngine, SprintOptions, SprintReport, SprintSettings};
 use baton_store::journal::{Journal, SqliteJournal};
 use std::io::IsTerminal;
@@ -59,7 +58,6 @@ pub fn run_sprint(
     args: &SprintArgs,
     settings: SprintSettings,
 ) -> Result<SprintReport> {
-    let rt = super::plumbing::runtime()?;
     let found = super::plumbing::discover_agents(root);
     let ledger = Arc::new(Mutex::new(Ok(crate::project::ledger(cfg)?)));
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
@@ -85,18 +83,18 @@ pub fn run_sprint(
     let style = render::Style::pick(json, std::io::stderr().is_terminal());
     let escalations_log = settings.escalations_log.clone();
     let engine = SprintEngine::new(ledger.clone(), settings);
-    rt.block_on(async {
-        let (run, io) = Run::new(RunSpec {
+    render::run(
+        RunSpec {
             id: run_id,
             kind: RunKind::Sprint,
             setup: Arc::new(setup),
             journal: JournalHandle::Ledger(ledger),
             escalations_log,
             interactive,
-        });
-        let session = session::start(engine, run, io).await?;
-        render::drive(session, interactive, style).await
-    })
+        },
+        engine,
+        style,
+    )
 }
 
 /// The exit code of a report.

@@ -6,8 +6,7 @@ use crate::render;
 use anyhow::{Context, Result, bail};
 use baton_agent::runner::{Budget, Mode};
 use baton_agent::sandbox::Sandbox;
-use baton_engine::run::{JournalHandle, Run, RunKind, RunSpec};
-use baton_engine::session;
+use baton_engine::run::{JournalHandle, RunKind, RunSpec};
 use baton_engine::setup::Setup;
 use baton_engine::sprint::RunEnd;
 use baton_engine::team::{Dispatch, Team, TeamReport};
@@ -81,7 +80,6 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
         journal.clone(),
         None,
     )?;
-    let rt = super::plumbing::runtime()?;
     let workflow = Team {
         dispatch,
         task,
@@ -93,20 +91,18 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
     } else {
         render::Style::Plain
     };
-    let report = rt.block_on(async {
-        let (run, io) = Run::new(RunSpec {
+    let report = render::run(
+        RunSpec {
             id: run_id.clone(),
             kind: RunKind::Team,
             setup: Arc::new(setup),
             journal: JournalHandle::Own(journal),
             escalations_log: cfg.state_dir.join("escalations.log"),
             interactive: false,
-        });
-        let session = session::start(workflow, run, io)
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        render::drive(session, false, style).await
-    })??;
+        },
+        workflow,
+        style,
+    )??;
     let code = match report.end {
         RunEnd::Completed => Code::Ok,
         RunEnd::Paused => Code::Paused,
