@@ -8,7 +8,7 @@
 //! One trait per record family keeps the engine independent of the backend and lets each part
 //! ask only for what it uses: [`StatusEvents`], [`RunLog`] (runs and steps), [`EscalationLog`],
 //! [`CostLedger`], [`GuardState`] (the guards' settings, log, context-rule firings and
-//! allowances) and [`SddTasks`]. Each family
+//! allowances), [`SddTasks`] and [`RunEvents`] (the engine's numbered event stream). Each family
 //! has its module with its record types. [`SqliteJournal`] is the embedded backend at
 //! `.baton/baton.db` and implements them all; a PostgreSQL one can follow. `use
 //! baton_store::journal::prelude::*` brings every family trait into scope.
@@ -24,13 +24,14 @@
 //! commit); every other write may skip the flush and become durable with the next synchronous
 //! commit. That is safe because each of them is either repaired by reconciliation (a lost
 //! `mark_applied`) or re-derived by the engine from the files and the durable events (a lost step,
-//! cost line or escalation is re-run or re-raised), and
+//! cost line or escalation is re-run or re-raised; a lost run event is lost progress output), and
 //! a killed process loses none of them: only a power cut can.
 
 mod costs;
 mod escalations;
 mod guard;
 mod migrations;
+mod run_events;
 mod runs;
 mod sdd;
 mod sqlite;
@@ -39,6 +40,7 @@ mod status;
 pub use costs::{CostEntry, CostLedger};
 pub use escalations::{EscalationLog, EscalationRecord};
 pub use guard::{Allowance, GuardRecord, GuardState, NewGuardRecord};
+pub use run_events::{RunEvents, StoredEvent};
 pub use runs::{RunLog, RunRecord, StepRecord};
 pub use sdd::{SddTaskRecord, SddTasks};
 pub use sqlite::SqliteJournal;
@@ -48,7 +50,9 @@ use std::path::PathBuf;
 
 /// Every family trait of the journal, for `use baton_store::journal::prelude::*`.
 pub mod prelude {
-    pub use super::{CostLedger, EscalationLog, GuardState, RunLog, SddTasks, StatusEvents};
+    pub use super::{
+        CostLedger, EscalationLog, GuardState, RunEvents, RunLog, SddTasks, StatusEvents,
+    };
 }
 
 /// Errors of the journal.

@@ -8,7 +8,7 @@
 //! and the guards' settings and allowances commit with a full fsync (`synchronous=FULL`), every
 //! other write with `synchronous=NORMAL` (no fsync in WAL mode; it becomes durable with the next
 //! full commit, and a process killed before that loses nothing: see [`super`]). A durable agent
-//! step therefore costs one journal fsync. Every SQLite error is reported
+//! step therefore costs one journal fsync, and a run event none. Every SQLite error is reported
 //! as [`JournalError::Sqlite`] naming the database file (`:memory:` for in-memory journals).
 //!
 //! The mapping between each record family and its rows lives in one submodule per family, with
@@ -25,6 +25,7 @@ mod escalations;
 #[cfg(test)]
 mod fixtures;
 mod guard;
+mod run_events;
 mod runs;
 mod sdd;
 mod status;
