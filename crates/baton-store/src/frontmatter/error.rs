@@ -71,7 +71,9 @@ pub enum FrontmatterError {
         reason: String,
     },
     /// `stepsCompleted` mixes step numbers and step-file names in a way a caller refuses (no
-    /// longer returned by [`Document::push_step_completed`], which accepts mixed lists).
+    /// longer returned by
+    /// [`Document::push_step_completed`](super::Document::push_step_completed), which accepts
+    /// mixed lists).
     #[error("`stepsCompleted` in `{}` {message}", path.display())]
     StepsDialect {
         /// The document.

@@ -3,7 +3,8 @@
 
 use std::ops::Range;
 
-/// Where the frontmatter sits in a document's text (byte offsets into [`Document::text`]).
+/// Where the frontmatter sits in a document's text (byte offsets into
+/// [`Document::text`](super::Document::text)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrontSpan {
     /// The YAML between the fences, each line with its line ending (may be empty).

@@ -221,3 +221,93 @@ impl<J: StatusEvents + RunLog + EscalationLog + CostLedger + ?Sized> Journal for
         CostLedger::total_cost(self, run_id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Code written against `Journal` alone, as the engine and the binary are today: the methods
+    /// are called on the concrete backend with only `Journal` in scope.
+    mod as_callers_use_it {
+        use crate::journal::{CostEntry, EscalationRecord, Journal, NewEvent, SqliteJournal};
+
+        #[test]
+        fn the_journal_trait_forwards_to_each_family() {
+            let mut j = SqliteJournal::open_in_memory().unwrap();
+            let ids = j
+                .record_pending(&[NewEvent {
+                    at: "t".into(),
+                    actor: "human".into(),
+                    key: "1-1-a".into(),
+                    from: None,
+                    to: "backlog".into(),
+                    reason: String::new(),
+                    forced: false,
+                    run_id: None,
+                }])
+                .unwrap();
+            assert_eq!(j.pending().unwrap().len(), 1);
+            j.mark_applied(&ids).unwrap();
+            assert!(j.pending().unwrap().is_empty());
+            let id = j
+                .raise_escalation(&EscalationRecord {
+                    id: 0,
+                    run_id: None,
+                    key: Some("1-1-a".into()),
+                    title: "stuck".into(),
+                    finding: String::new(),
+                    options: vec!["retry".into(), "stop".into()],
+                    answer: None,
+                    created_at: "t".into(),
+                    answered_at: None,
+                    kind: "agent".into(),
+                    resolved_at: None,
+                    after_step: 0,
+                })
+                .unwrap();
+            assert_eq!(j.escalations(true).unwrap()[0].id, id);
+            assert!(j.answer_escalation(id, "retry", "t").unwrap());
+            assert!(j.escalations(true).unwrap().is_empty());
+            j.record_cost(&CostEntry {
+                run_id: Some("r".into()),
+                step_id: None,
+                at: "t".into(),
+                model: "script/demo".into(),
+                input_tokens: 1,
+                output_tokens: 1,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                cost_usd: 0.5,
+                estimated: false,
+            })
+            .unwrap();
+            assert_eq!(j.total_cost(Some("r")).unwrap(), 0.5);
+            assert_eq!(j.run("r").unwrap(), None);
+        }
+    }
+
+    /// Code written against the families: generic over one family, or holding a trait object.
+    mod by_family {
+        use crate::journal::prelude::*;
+        use crate::journal::{EscalationRecord, JournalError, SqliteJournal, StoredEvent};
+
+        fn open_of<J: EscalationLog + ?Sized>(
+            j: &J,
+            key: &str,
+        ) -> Result<Vec<EscalationRecord>, JournalError> {
+            j.escalations_for_key(key, true)
+        }
+
+        fn catch_up(events: &dyn RunEvents, from: i64) -> Vec<StoredEvent> {
+            events.events_after(from, 10).unwrap()
+        }
+
+        #[test]
+        fn families_serve_generic_code_and_trait_objects() {
+            let mut j = SqliteJournal::open_in_memory().unwrap();
+            assert!(open_of(&j, "1-1-a").unwrap().is_empty());
+            let seq = j.append_event("r", "t", "{}", "{}").unwrap();
+            let boxed: Box<dyn RunEvents> = Box::new(j);
+            assert_eq!(catch_up(boxed.as_ref(), 0)[0].seq, seq);
+            assert!(catch_up(boxed.as_ref(), seq).is_empty());
+        }
+    }
+}
