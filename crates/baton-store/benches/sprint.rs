@@ -31,6 +31,10 @@
 //!   goes: the sprint lock, the on-disk version check, the journal's pending query, the epic
 //!   follow-up of the plan, the journal commit, and the atomic file replace, on disk and on
 //!   tmpfs; plus `scan_only`, the line scanner's share of a load (the rest is the YAML parse).
+//! - `run_events::*`: the engine's event log: `append_event` of one progress event on disk (a
+//!   commit with `synchronous=NORMAL` in WAL mode: no fsync, so it does not measure the disk
+//!   the way `durable_step` does) and on tmpfs, and `events_after_100`, a late subscriber's page
+//!   of 100 events read from a log of 10,000.
 //!
 //! Run with `cargo bench -p baton-store --bench sprint`.
 
@@ -43,7 +47,7 @@ use baton_core::stamp::Stamp;
 use baton_core::status::{Status, StatusValue};
 use baton_core::validate;
 use baton_store::atomic;
-use baton_store::journal::{Journal, NewEvent, SqliteJournal};
+use baton_store::journal::{Journal, NewEvent, RunEvents, SqliteJournal};
 use baton_store::ledger::{Ledger, LedgerOptions, Now, Request};
 use baton_store::lock::FileLock;
 use baton_store::sprint_file::{Change, EditOptions, SprintDoc, scan};
@@ -384,5 +388,46 @@ mod parts {
         let text = sprint_text(STORIES);
         std::fs::write(&path, &text).unwrap();
         bencher.bench_local(|| atomic::replace(&path, text.as_bytes()).unwrap());
+    }
+}
+
+/// The engine's run event log.
+mod run_events {
+    use super::*;
+
+    const SCOPE: &str = r#"{"unit":{"story":"3-7-checkout-flow"},"agent":"developer"}"#;
+    const BODY: &str = r#"{"agent-progress":{"turn":12,"tool":"edit_file","path":"src/checkout/cart.rs","text":"Applying the discount before tax, as the story's second acceptance criterion asks."}}"#;
+
+    fn append(journal: &mut SqliteJournal) -> i64 {
+        journal
+            .append_event("019a-run", "2026-11-22T09:30:00Z", SCOPE, BODY)
+            .unwrap()
+    }
+
+    /// One event appended, on disk.
+    #[divan::bench]
+    fn append_event(bencher: Bencher) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = SqliteJournal::open(&dir.path().join("baton.db")).unwrap();
+        bencher.bench_local(|| append(&mut journal));
+    }
+
+    /// The same on tmpfs: SQLite's CPU part.
+    #[divan::bench]
+    fn append_event_tmpfs(bencher: Bencher) {
+        let dir = tmpfs_dir();
+        let mut journal = SqliteJournal::open(&dir.path().join("baton.db")).unwrap();
+        bencher.bench_local(|| append(&mut journal));
+    }
+
+    /// A page of 100 events from the middle of a log of 10,000, on disk (page cache).
+    #[divan::bench]
+    fn events_after_100(bencher: Bencher) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = SqliteJournal::open(&dir.path().join("baton.db")).unwrap();
+        for _ in 0..10_000 {
+            append(&mut journal);
+        }
+        bencher.bench_local(|| journal.events_after(5_000, 100).unwrap());
     }
 }

@@ -172,6 +172,17 @@ CREATE TABLE sdd_tasks (
     PRIMARY KEY (plan, task_id)
 );
 "#,
+    // v6 → v7: the engine's scoped event stream, numbered by the journal (seq is never reused)
+    // so that a late subscriber catches up from here; scope and body are the engine's JSON.
+    r#"
+CREATE TABLE run_events (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id      TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    scope       TEXT NOT NULL,
+    body        TEXT NOT NULL
+);
+"#,
 ];
 
 /// The schema version this build writes and understands.
@@ -249,7 +260,7 @@ mod tests {
         assert_eq!(user_version(&conn, path).unwrap(), 0);
         assert_eq!(migrate(&mut conn, path).unwrap(), 0);
         assert_eq!(user_version(&conn, path).unwrap(), LATEST);
-        assert_eq!(LATEST, 6);
+        assert_eq!(LATEST, 7);
         let names = tables(&conn);
         for table in [
             "cost_ledger",
@@ -258,6 +269,7 @@ mod tests {
             "guard_allowances",
             "guard_log",
             "guard_settings",
+            "run_events",
             "runs",
             "sdd_tasks",
             "steps",

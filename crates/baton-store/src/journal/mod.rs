@@ -3,18 +3,57 @@
 //! The sprint file is authoritative for statuses; the journal says how they got there. Each
 //! transition is written as a *pending* event before the sprint file is replaced and marked
 //! *applied* afterwards, so a process killed between the two can be reconciled on the next start
-//! (see [`crate::ledger`]). The [`Journal`] trait keeps the engine independent of the backend:
-//! [`SqliteJournal`] is the embedded one at `.baton/baton.db`; a PostgreSQL one can follow.
+//! (see [`crate::ledger`]).
+//!
+//! One trait per record family keeps the engine independent of the backend and lets each part
+//! ask only for what it uses: [`StatusEvents`], [`RunLog`] (runs and steps), [`EscalationLog`],
+//! [`CostLedger`], [`GuardState`] (the guards' settings, log, context-rule firings and
+//! allowances), [`SddTasks`] and [`RunEvents`] (the engine's numbered event stream). Each family
+//! has its module with its record types. [`SqliteJournal`] is the embedded backend at
+//! `.baton/baton.db` and implements them all; a PostgreSQL one can follow. `use
+//! baton_store::journal::prelude::*` brings every family trait into scope.
+//!
+//! [`Journal`] is the whole journal as the engine first knew it (status events, runs and steps,
+//! escalations, the cost ledger), implemented for every type that implements those four
+//! families. It keeps its methods so that existing code calling them on a [`SqliteJournal`] with
+//! `Journal` in scope keeps working; a module should import either `Journal` or the family traits,
+//! not both, or a method is found twice.
+//!
+//! Durability: every write is one transaction. `record_pending`, `mark_abandoned`,
+//! `answer_escalation`, guard settings and allowances are durable when they return (synchronous
+//! commit); every other write may skip the flush and become durable with the next synchronous
+//! commit. That is safe because each of them is either repaired by reconciliation (a lost
+//! `mark_applied`) or re-derived by the engine from the files and the durable events (a lost step,
+//! cost line or escalation is re-run or re-raised; a lost run event is lost progress output), and
+//! a killed process loses none of them: only a power cut can.
 
+mod costs;
+mod escalations;
+mod guard;
 mod migrations;
+mod run_events;
+mod runs;
+mod sdd;
 mod sqlite;
+mod status;
 
+pub use costs::{CostEntry, CostLedger};
+pub use escalations::{EscalationLog, EscalationRecord};
+pub use guard::{Allowance, GuardRecord, GuardState, NewGuardRecord};
+pub use run_events::{RunEvents, StoredEvent};
+pub use runs::{RunLog, RunRecord, StepRecord};
+pub use sdd::{SddTaskRecord, SddTasks};
 pub use sqlite::SqliteJournal;
-pub use sqlite::guard::{Allowance, GuardRecord, NewGuardRecord};
-pub use sqlite::sdd::SddTaskRecord;
+pub use status::{Event, EventFilter, EventState, NewEvent, StatusEvents};
 
-use serde::Serialize;
 use std::path::PathBuf;
+
+/// Every family trait of the journal, for `use baton_store::journal::prelude::*`.
+pub mod prelude {
+    pub use super::{
+        CostLedger, EscalationLog, GuardState, RunEvents, RunLog, SddTasks, StatusEvents,
+    };
+}
 
 /// Errors of the journal.
 #[derive(Debug, thiserror::Error)]
@@ -52,210 +91,26 @@ pub enum JournalError {
     },
 }
 
-/// Where an event stands in the write protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum EventState {
-    /// Recorded before the sprint file was written; not yet known to be on disk.
-    Pending,
-    /// The sprint file holds the change.
-    Applied,
-    /// The write never happened (process killed, or a concurrent edit won): not a transition.
-    Abandoned,
-}
-
-impl EventState {
-    /// The stored spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventState::Pending => "pending",
-            EventState::Applied => "applied",
-            EventState::Abandoned => "abandoned",
-        }
-    }
-}
-
-/// A transition about to be written.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewEvent {
-    /// RFC 3339 timestamp.
-    pub at: String,
-    /// Who asked (`human`, `developer`, …).
-    pub actor: String,
-    /// The `development_status` key.
-    pub key: String,
-    /// Status before (as shown by baton, extended states included); `None` for a new key.
-    pub from: Option<String>,
-    /// Status after.
-    pub to: String,
-    /// Why (free text; may be empty).
-    pub reason: String,
-    /// Whether `--force` allowed a move the table forbids.
-    pub forced: bool,
-    /// The run this belongs to, if any.
-    pub run_id: Option<String>,
-}
-
-/// A transition as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Event {
-    /// Monotonic id.
-    pub id: i64,
-    /// Events written together (one sprint-file write) share a group.
-    pub group: i64,
-    /// RFC 3339 timestamp.
-    pub at: String,
-    /// Who asked.
-    pub actor: String,
-    /// The key.
-    pub key: String,
-    /// Status before.
-    pub from: Option<String>,
-    /// Status after.
-    pub to: String,
-    /// Why.
-    pub reason: String,
-    /// Whether forced.
-    pub forced: bool,
-    /// Run id, if any.
-    pub run_id: Option<String>,
-    /// Protocol state.
-    pub state: EventState,
-}
-
-/// Which events to list.
-#[derive(Debug, Clone, Default)]
-pub struct EventFilter {
-    /// Only this key.
-    pub key: Option<String>,
-    /// Include pending and abandoned events too (default: applied only).
-    pub all_states: bool,
-    /// At most this many, newest last.
-    pub limit: Option<usize>,
-}
-
-/// A run of the engine (`baton sprint`, `baton team`, …).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunRecord {
-    /// Time-ordered id.
-    pub id: String,
-    /// What kind of run (`sprint`, `team`, …).
-    pub kind: String,
-    /// RFC 3339 start.
-    pub started_at: String,
-    /// RFC 3339 end, once ended.
-    pub ended_at: Option<String>,
-    /// `running`, `completed`, `paused`, `stopped`, `failed`, `cancelled`.
-    pub status: String,
-    /// Why it ended.
-    pub reason: Option<String>,
-}
-
-/// One agent step within a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StepRecord {
-    /// Id (assigned by the journal; ignored on insert).
-    pub id: i64,
-    /// The run.
-    pub run_id: String,
-    /// Story key, if the step works on one.
-    pub key: Option<String>,
-    /// Stage (`create`, `dev`, `review`, `fix`, …).
-    pub stage: String,
-    /// Attempt number, from 1.
-    pub attempt: u32,
-    /// Hash of the step's inputs, to detect a re-run with identical input.
-    pub input_hash: String,
-    /// Outcome once finished (`completed`, `halted`, …); `None` while running.
-    pub outcome: Option<String>,
-    /// RFC 3339 start.
-    pub started_at: String,
-    /// RFC 3339 end.
-    pub ended_at: Option<String>,
-    /// What the settled step leaves for later decisions (JSON), if anything.
-    pub detail: Option<String>,
-}
-
-/// An escalation to a human.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EscalationRecord {
-    /// Id (assigned by the journal; ignored on insert).
-    pub id: i64,
-    /// The run that raised it.
-    pub run_id: Option<String>,
-    /// The story concerned.
-    pub key: Option<String>,
-    /// Short title.
-    pub title: String,
-    /// What was found.
-    pub finding: String,
-    /// The choices offered (2–4).
-    pub options: Vec<String>,
-    /// The choice made, once answered.
-    pub answer: Option<String>,
-    /// RFC 3339 creation time.
-    pub created_at: String,
-    /// RFC 3339 answer time.
-    pub answered_at: Option<String>,
-    /// What raised it (`max-review-rounds`, `inconclusive-review`, `stall`, `agent`, …), so the
-    /// engine knows how to act on the answer.
-    pub kind: String,
-    /// RFC 3339 time the engine acted on the answer.
-    pub resolved_at: Option<String>,
-    /// The newest step of the story when it was raised (0: none), so decisions can tell what
-    /// happened before the escalation from what happened after.
-    pub after_step: i64,
-}
-
-/// One entry of the cost ledger: the usage of one model call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CostEntry {
-    /// The run.
-    pub run_id: Option<String>,
-    /// The step.
-    pub step_id: Option<i64>,
-    /// RFC 3339 time.
-    pub at: String,
-    /// `provider/model`.
-    pub model: String,
-    /// Input tokens (cache reads and writes excluded).
-    pub input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// Cache-read input tokens.
-    pub cache_read_tokens: u64,
-    /// Cache-write input tokens.
-    pub cache_write_tokens: u64,
-    /// Cost in US dollars.
-    pub cost_usd: f64,
-    /// The tokens (and so the cost) were estimated from the text: the provider reported none.
-    pub estimated: bool,
-}
-
-/// The journal backend.
+/// The journal as one trait: status events, runs and steps, escalations and the cost ledger.
 ///
-/// Methods that write take effect as one transaction each. `record_pending` and
-/// `answer_escalation` are durable when they return (synchronous commit); every other write may
-/// skip the flush and become durable with the next synchronous commit. That is safe because each
-/// of them is either repaired by reconciliation (a lost `mark_applied`) or re-derived by the
-/// engine from the files and the durable events (a lost step, cost line or escalation is
-/// re-run or re-raised), and a killed process loses none of them: only a power cut can.
+/// Implemented for every type that implements [`StatusEvents`], [`RunLog`], [`EscalationLog`]
+/// and [`CostLedger`]; each method forwards to its family's. New code should name the families
+/// it needs instead (see the module documentation).
 pub trait Journal {
-    /// Records a group of transitions that one sprint-file write will apply, as `pending`, in
-    /// one durable transaction. Returns their ids, in order.
+    /// [`StatusEvents::record_pending`].
     fn record_pending(&mut self, events: &[NewEvent]) -> Result<Vec<i64>, JournalError>;
-    /// Marks events as applied.
+    /// [`StatusEvents::mark_applied`].
     fn mark_applied(&mut self, ids: &[i64]) -> Result<(), JournalError>;
-    /// Marks events as abandoned: their write never happened.
+    /// [`StatusEvents::mark_abandoned`].
     fn mark_abandoned(&mut self, ids: &[i64]) -> Result<(), JournalError>;
-    /// Every event still pending, oldest first.
+    /// [`StatusEvents::pending`].
     fn pending(&self) -> Result<Vec<Event>, JournalError>;
-    /// Events matching `filter`, oldest first.
+    /// [`StatusEvents::events`].
     fn events(&self, filter: &EventFilter) -> Result<Vec<Event>, JournalError>;
 
-    /// Starts a run.
+    /// [`RunLog::begin_run`].
     fn begin_run(&mut self, run: &RunRecord) -> Result<(), JournalError>;
-    /// Ends a run with its final status and reason.
+    /// [`RunLog::end_run`].
     fn end_run(
         &mut self,
         id: &str,
@@ -263,13 +118,13 @@ pub trait Journal {
         status: &str,
         reason: &str,
     ) -> Result<(), JournalError>;
-    /// Looks a run up.
+    /// [`RunLog::run`].
     fn run(&self, id: &str) -> Result<Option<RunRecord>, JournalError>;
-    /// The newest run of `kind`, if any.
+    /// [`RunLog::last_run`].
     fn last_run(&self, kind: &str) -> Result<Option<RunRecord>, JournalError>;
-    /// Records a step; returns its id.
+    /// [`RunLog::begin_step`].
     fn begin_step(&mut self, step: &StepRecord) -> Result<i64, JournalError>;
-    /// Finishes a step with an outcome and, optionally, its detail (JSON).
+    /// [`RunLog::end_step`].
     fn end_step(
         &mut self,
         id: i64,
@@ -277,21 +132,182 @@ pub trait Journal {
         outcome: &str,
         detail: Option<&str>,
     ) -> Result<(), JournalError>;
-    /// Steps of a run, oldest first.
+    /// [`RunLog::steps`].
     fn steps(&self, run_id: &str) -> Result<Vec<StepRecord>, JournalError>;
-    /// Records an escalation; returns its id.
+    /// [`EscalationLog::raise_escalation`].
     fn raise_escalation(&mut self, esc: &EscalationRecord) -> Result<i64, JournalError>;
-    /// Records the answer to an escalation: `true` if answered now, `false` if the id is unknown
-    /// or was already answered (the first answer stands).
+    /// [`EscalationLog::answer_escalation`].
     fn answer_escalation(&mut self, id: i64, answer: &str, at: &str) -> Result<bool, JournalError>;
-    /// Escalations, open ones only if `open_only`.
+    /// [`EscalationLog::escalations`].
     fn escalations(&self, open_only: bool) -> Result<Vec<EscalationRecord>, JournalError>;
-    /// Marks an answered escalation as acted on.
+    /// [`EscalationLog::resolve_escalation`].
     fn resolve_escalation(&mut self, id: i64, at: &str) -> Result<(), JournalError>;
-    /// Every step that worked on `key`, across runs, oldest first.
+    /// [`RunLog::steps_for_key`].
     fn steps_for_key(&self, key: &str) -> Result<Vec<StepRecord>, JournalError>;
-    /// Appends to the cost ledger.
+    /// [`CostLedger::record_cost`].
     fn record_cost(&mut self, entry: &CostEntry) -> Result<(), JournalError>;
-    /// Total cost in US dollars of a run (all runs if `None`).
+    /// [`CostLedger::total_cost`].
     fn total_cost(&self, run_id: Option<&str>) -> Result<f64, JournalError>;
+}
+
+impl<J: StatusEvents + RunLog + EscalationLog + CostLedger + ?Sized> Journal for J {
+    fn record_pending(&mut self, events: &[NewEvent]) -> Result<Vec<i64>, JournalError> {
+        StatusEvents::record_pending(self, events)
+    }
+    fn mark_applied(&mut self, ids: &[i64]) -> Result<(), JournalError> {
+        StatusEvents::mark_applied(self, ids)
+    }
+    fn mark_abandoned(&mut self, ids: &[i64]) -> Result<(), JournalError> {
+        StatusEvents::mark_abandoned(self, ids)
+    }
+    fn pending(&self) -> Result<Vec<Event>, JournalError> {
+        StatusEvents::pending(self)
+    }
+    fn events(&self, filter: &EventFilter) -> Result<Vec<Event>, JournalError> {
+        StatusEvents::events(self, filter)
+    }
+    fn begin_run(&mut self, run: &RunRecord) -> Result<(), JournalError> {
+        RunLog::begin_run(self, run)
+    }
+    fn end_run(
+        &mut self,
+        id: &str,
+        at: &str,
+        status: &str,
+        reason: &str,
+    ) -> Result<(), JournalError> {
+        RunLog::end_run(self, id, at, status, reason)
+    }
+    fn run(&self, id: &str) -> Result<Option<RunRecord>, JournalError> {
+        RunLog::run(self, id)
+    }
+    fn last_run(&self, kind: &str) -> Result<Option<RunRecord>, JournalError> {
+        RunLog::last_run(self, kind)
+    }
+    fn begin_step(&mut self, step: &StepRecord) -> Result<i64, JournalError> {
+        RunLog::begin_step(self, step)
+    }
+    fn end_step(
+        &mut self,
+        id: i64,
+        at: &str,
+        outcome: &str,
+        detail: Option<&str>,
+    ) -> Result<(), JournalError> {
+        RunLog::end_step(self, id, at, outcome, detail)
+    }
+    fn steps(&self, run_id: &str) -> Result<Vec<StepRecord>, JournalError> {
+        RunLog::steps(self, run_id)
+    }
+    fn raise_escalation(&mut self, esc: &EscalationRecord) -> Result<i64, JournalError> {
+        EscalationLog::raise_escalation(self, esc)
+    }
+    fn answer_escalation(&mut self, id: i64, answer: &str, at: &str) -> Result<bool, JournalError> {
+        EscalationLog::answer_escalation(self, id, answer, at)
+    }
+    fn escalations(&self, open_only: bool) -> Result<Vec<EscalationRecord>, JournalError> {
+        EscalationLog::escalations(self, open_only)
+    }
+    fn resolve_escalation(&mut self, id: i64, at: &str) -> Result<(), JournalError> {
+        EscalationLog::resolve_escalation(self, id, at)
+    }
+    fn steps_for_key(&self, key: &str) -> Result<Vec<StepRecord>, JournalError> {
+        RunLog::steps_for_key(self, key)
+    }
+    fn record_cost(&mut self, entry: &CostEntry) -> Result<(), JournalError> {
+        CostLedger::record_cost(self, entry)
+    }
+    fn total_cost(&self, run_id: Option<&str>) -> Result<f64, JournalError> {
+        CostLedger::total_cost(self, run_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Code written against `Journal` alone, as the engine and the binary are today: the methods
+    /// are called on the concrete backend with only `Journal` in scope.
+    mod as_callers_use_it {
+        use crate::journal::{CostEntry, EscalationRecord, Journal, NewEvent, SqliteJournal};
+
+        #[test]
+        fn the_journal_trait_forwards_to_each_family() {
+            let mut j = SqliteJournal::open_in_memory().unwrap();
+            let ids = j
+                .record_pending(&[NewEvent {
+                    at: "t".into(),
+                    actor: "human".into(),
+                    key: "1-1-a".into(),
+                    from: None,
+                    to: "backlog".into(),
+                    reason: String::new(),
+                    forced: false,
+                    run_id: None,
+                }])
+                .unwrap();
+            assert_eq!(j.pending().unwrap().len(), 1);
+            j.mark_applied(&ids).unwrap();
+            assert!(j.pending().unwrap().is_empty());
+            let id = j
+                .raise_escalation(&EscalationRecord {
+                    id: 0,
+                    run_id: None,
+                    key: Some("1-1-a".into()),
+                    title: "stuck".into(),
+                    finding: String::new(),
+                    options: vec!["retry".into(), "stop".into()],
+                    answer: None,
+                    created_at: "t".into(),
+                    answered_at: None,
+                    kind: "agent".into(),
+                    resolved_at: None,
+                    after_step: 0,
+                })
+                .unwrap();
+            assert_eq!(j.escalations(true).unwrap()[0].id, id);
+            assert!(j.answer_escalation(id, "retry", "t").unwrap());
+            assert!(j.escalations(true).unwrap().is_empty());
+            j.record_cost(&CostEntry {
+                run_id: Some("r".into()),
+                step_id: None,
+                at: "t".into(),
+                model: "script/demo".into(),
+                input_tokens: 1,
+                output_tokens: 1,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+                cost_usd: 0.5,
+                estimated: false,
+            })
+            .unwrap();
+            assert_eq!(j.total_cost(Some("r")).unwrap(), 0.5);
+            assert_eq!(j.run("r").unwrap(), None);
+        }
+    }
+
+    /// Code written against the families: generic over one family, or holding a trait object.
+    mod by_family {
+        use crate::journal::prelude::*;
+        use crate::journal::{EscalationRecord, JournalError, SqliteJournal, StoredEvent};
+
+        fn open_of<J: EscalationLog + ?Sized>(
+            j: &J,
+            key: &str,
+        ) -> Result<Vec<EscalationRecord>, JournalError> {
+            j.escalations_for_key(key, true)
+        }
+
+        fn catch_up(events: &dyn RunEvents, from: i64) -> Vec<StoredEvent> {
+            events.events_after(from, 10).unwrap()
+        }
+
+        #[test]
+        fn families_serve_generic_code_and_trait_objects() {
+            let mut j = SqliteJournal::open_in_memory().unwrap();
+            assert!(open_of(&j, "1-1-a").unwrap().is_empty());
+            let seq = j.append_event("r", "t", "{}", "{}").unwrap();
+            let boxed: Box<dyn RunEvents> = Box::new(j);
+            assert_eq!(catch_up(boxed.as_ref(), 0)[0].seq, seq);
+            assert!(catch_up(boxed.as_ref(), seq).is_empty());
+        }
+    }
 }
