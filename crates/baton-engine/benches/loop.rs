@@ -746,6 +746,9 @@ fn child(variant: &str) {
             journal: JournalHandle::Ledger(ledger.clone()),
             escalations_log: root.join("_bmad-output").join("escalations.log"),
             interactive: false,
+            event_log: Some(Box::new(
+                SqliteJournal::open(&root.join(".baton/baton.db")).unwrap(),
+            )),
         });
         let drain = tokio::spawn(async move {
             while let Some(e) = io.events.recv().await {

@@ -23,7 +23,7 @@ use baton_core::status::{Status, StatusValue};
 use baton_core::story::{
     Escalate, Move, Rules, StagePlan, StepDetail, StepFact, StepOutcome, StoryFacts,
 };
-use baton_store::journal::{EventFilter, Journal, SqliteJournal, StepRecord};
+use baton_store::journal::{EscalationLog, EventFilter, Journal, SqliteJournal, StepRecord};
 use baton_store::ledger::{Ledger, Request};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -118,12 +118,7 @@ impl RunCtx {
                 ..EventFilter::default()
             })?;
             let steps = l.journal().steps_for_key(key)?;
-            let escalations: Vec<_> = l
-                .journal()
-                .escalations(false)?
-                .into_iter()
-                .filter(|e| e.key.as_deref() == Some(key))
-                .collect();
+            let escalations = EscalationLog::escalations_for_key(l.journal(), key, false)?;
             Ok((status, events, steps, escalations))
         })?;
         let mut entered = BTreeMap::new();

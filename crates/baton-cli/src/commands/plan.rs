@@ -321,6 +321,7 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
             journal: JournalHandle::Own(journal),
             escalations_log: cfg.state_dir.join("escalations.log"),
             interactive: false,
+            event_log: super::plumbing::event_log(&cfg),
         },
         engine::Planning { opts, state },
         render::Style::Plain,

@@ -33,6 +33,15 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
+/// The journal's run event log of the project `cfg` describes, on a connection of its own (an
+/// event append never waits for the ledger's lock); `None` when the journal cannot be opened, and
+/// the run's events are then numbered in memory.
+pub fn event_log(cfg: &crate::config::Config) -> Option<baton_engine::run::EventLog> {
+    baton_store::journal::SqliteJournal::open(&cfg.journal_path())
+        .ok()
+        .map(|j| Box::new(j) as baton_engine::run::EventLog)
+}
+
 /// The exit code of a run that ended `end`.
 pub fn exit_code(end: RunEnd) -> Code {
     match end {

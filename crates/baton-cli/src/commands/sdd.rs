@@ -140,6 +140,7 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
             journal: JournalHandle::Own(journal),
             escalations_log: cfg.state_dir.join("escalations.log"),
             interactive,
+            event_log: super::plumbing::event_log(&cfg),
         },
         workflow,
         render::Style::pick(json, false),

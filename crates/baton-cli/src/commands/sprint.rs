@@ -91,6 +91,7 @@ pub fn run_sprint(
             journal: JournalHandle::Ledger(ledger),
             escalations_log,
             interactive,
+            event_log: super::plumbing::event_log(cfg),
         },
         engine,
         style,
@@ -167,8 +168,8 @@ pub fn escalations(root: &Path, args: &EscalationsArgs) -> Result<Code> {
 pub fn answer(root: &Path, args: &AnswerArgs) -> Result<Code> {
     let cfg = crate::project::config(root)?;
     let mut journal = crate::project::journal(&cfg)?;
-    let all = journal.escalations(false)?;
-    let Some(e) = all.iter().find(|e| e.id == args.id) else {
+    let found = baton_store::journal::EscalationLog::escalation(&journal, args.id)?;
+    let Some(e) = found.as_ref() else {
         bail!(
             "no escalation #{}; `baton escalations` lists the open ones",
             args.id

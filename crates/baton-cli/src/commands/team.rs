@@ -99,6 +99,7 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
             journal: JournalHandle::Own(journal),
             escalations_log: cfg.state_dir.join("escalations.log"),
             interactive: false,
+            event_log: super::plumbing::event_log(&cfg),
         },
         workflow,
         style,

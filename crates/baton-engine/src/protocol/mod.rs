@@ -205,7 +205,7 @@ pub enum EventBody {
         /// Cost in US dollars.
         cost_usd: f64,
         /// Estimated from the text: the provider reported no usage.
-        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         estimated: bool,
     },
     /// A model answer is streaming in (every 50 tokens or so): for a live line on long calls.

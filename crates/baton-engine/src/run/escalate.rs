@@ -12,7 +12,7 @@ use crate::error::EngineError;
 use crate::protocol::{EscalationView, EventBody, Op, Scope, UnitKey};
 use baton_core::escalation::{Choice, EscalationKind};
 use baton_core::story::{Escalate, EscalationFact};
-use baton_store::journal::{EscalationRecord, Journal};
+use baton_store::journal::{EscalationLog, EscalationRecord};
 use std::io::Write as _;
 use std::path::Path;
 
@@ -166,20 +166,14 @@ impl Run {
     /// The escalation with `id`, as front ends show it (`None`: there is none).
     pub fn escalation_view(&self, id: i64) -> Result<Option<EscalationView>, EngineError> {
         Ok(self
-            .with_journal(|j| Ok(j.escalations(false)?))?
-            .into_iter()
-            .find(|e| e.id == id)
+            .with_journal(|j| Ok(EscalationLog::escalation(j, id)?))?
             .map(|e| EscalationView::of(&e, false)))
     }
 
     /// The escalations of `unit`, answered or not.
     pub fn escalations_of(&self, unit: &UnitKey) -> Result<Vec<EscalationRecord>, EngineError> {
         let key = unit.journal_key();
-        Ok(self
-            .with_journal(|j| Ok(j.escalations(false)?))?
-            .into_iter()
-            .filter(|e| e.key.as_deref() == Some(key.as_str()))
-            .collect())
+        self.with_journal(|j| Ok(EscalationLog::escalations_for_key(j, &key, false)?))
     }
 }
 
@@ -276,6 +270,9 @@ mod tests {
             journal: JournalHandle::Own(Arc::new(Mutex::new(journal))),
             escalations_log: dir.join("escalations.log"),
             interactive: true,
+            event_log: Some(Box::new(
+                SqliteJournal::open(&dir.join("baton.db")).unwrap(),
+            )),
         })
     }
 
@@ -284,18 +281,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (run, io) = run(dir.path());
         let mut s = session::start(Raises, run, io).await.unwrap();
+        let mut seen = Vec::new();
         // Wait until the escalation is raised and awaited.
         let id = loop {
             let e = s.events.recv().await.unwrap();
+            seen.push(e.clone());
             if let EventBody::Escalation { escalation } = e.body {
                 assert!(escalation.awaiting);
                 assert_eq!(e.scope, Scope::Unit(UnitKey::Story("1-1-a".into())));
                 break escalation.id;
             }
         };
-        let rejected = |e: crate::protocol::Event| match e.body {
-            EventBody::OpRejected { op, reason } => Some((op, reason)),
-            _ => None,
+        let mut rejected = |e: crate::protocol::Event| {
+            seen.push(e.clone());
+            match e.body {
+                EventBody::OpRejected { op, reason } => Some((op, reason)),
+                _ => None,
+            }
         };
         // An escalation nobody is asked about.
         let unknown = Op::Answer {
@@ -324,5 +326,21 @@ mod tests {
             .unwrap();
         let answer = s.done.await.unwrap().unwrap();
         assert_eq!(answer.as_deref(), Some("stop"));
+        // The events were numbered by the journal: a late reader finds the same stream there.
+        let journal = SqliteJournal::open(&dir.path().join("baton.db")).unwrap();
+        let stored: Vec<(u64, crate::protocol::Scope, EventBody)> =
+            baton_store::journal::RunEvents::events_after(&journal, 0, 100)
+                .unwrap()
+                .into_iter()
+                .map(|e| {
+                    (
+                        u64::try_from(e.seq).unwrap(),
+                        serde_json::from_str(&e.scope).unwrap(),
+                        serde_json::from_str(&e.body).unwrap(),
+                    )
+                })
+                .collect();
+        let sent: Vec<_> = seen.into_iter().map(|e| (e.seq, e.scope, e.body)).collect();
+        assert_eq!(stored, sent);
     }
 }

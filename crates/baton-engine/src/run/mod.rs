@@ -20,10 +20,9 @@ use crate::protocol::{Event, EventBody, Scope, UnitKey};
 use crate::setup::Setup;
 use crate::sprint_tools::SharedLedger;
 use baton_agent::workspace::Workspace;
-use baton_store::journal::SqliteJournal;
+use baton_store::journal::{RunEvents, SqliteJournal};
 pub use escalate::Answer;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 pub use unit::Unit;
@@ -90,6 +89,10 @@ impl JournalHandle {
     }
 }
 
+/// Where a run's events are numbered and kept: the journal's run event log, so that a late
+/// subscriber (a web page, another process) catches up from the journal and then follows live.
+pub type EventLog = Box<dyn RunEvents + Send>;
+
 /// What a run is built from: plain, already resolved values.
 pub struct RunSpec {
     /// The run's id.
@@ -104,6 +107,14 @@ pub struct RunSpec {
     pub escalations_log: PathBuf,
     /// A human at a terminal can answer escalations as they are raised.
     pub interactive: bool,
+    /// The journal's run event log (`None`: events are numbered in memory only).
+    pub event_log: Option<EventLog>,
+}
+
+/// The numbering of a run's events.
+struct Numbering {
+    log: Option<EventLog>,
+    last: u64,
 }
 
 /// What the front end holds of a run: the events coming out.
@@ -135,7 +146,7 @@ pub struct Run {
     /// The append-only escalation log.
     pub escalations_log: PathBuf,
     events: mpsc::UnboundedSender<Event>,
-    seq: AtomicU64,
+    numbering: Mutex<Numbering>,
     answers: Option<tokio::sync::Mutex<mpsc::UnboundedReceiver<Answer>>>,
     /// The escalation a human is being asked about now, if any.
     awaiting: Mutex<Option<i64>>,
@@ -160,7 +171,10 @@ impl Run {
             journal: spec.journal,
             escalations_log: spec.escalations_log,
             events: events_tx,
-            seq: AtomicU64::new(0),
+            numbering: Mutex::new(Numbering {
+                log: spec.event_log,
+                last: 0,
+            }),
             answers: spec
                 .interactive
                 .then(|| tokio::sync::Mutex::new(answers_rx)),
@@ -212,9 +226,36 @@ impl Run {
         }
     }
 
-    /// Sends an event about `scope` (a front end that went away is not the engine's problem).
+    /// Numbers an event about `scope` in the journal's run event log and sends it (a front end
+    /// that went away is not the engine's problem). The number is taken and the event sent under
+    /// one lock, so the stream's order is the journal's. A log that fails once is given up for
+    /// the run (the events still flow, numbered on from the last number in memory): events are
+    /// progress, never state a decision reads.
     pub fn emit(&self, scope: Scope, body: EventBody) {
-        let _ = self.events.send(self.event(scope, body));
+        let at = self.clock.now().rfc3339;
+        let Ok(mut n) = self.numbering.lock() else {
+            return;
+        };
+        let journaled = n.log.as_mut().and_then(|log| {
+            let scope_json = serde_json::to_string(&scope).ok()?;
+            let body_json = serde_json::to_string(&body).ok()?;
+            let seq = log
+                .append_event(&self.id, &at, &scope_json, &body_json)
+                .ok()?;
+            u64::try_from(seq).ok()
+        });
+        if journaled.is_none() {
+            n.log = None;
+        }
+        let seq = journaled.unwrap_or(n.last + 1);
+        n.last = seq;
+        let _ = self.events.send(Event {
+            run: self.id.clone(),
+            seq,
+            at,
+            scope,
+            body,
+        });
     }
 
     /// Sends an event about the run as a whole.
@@ -225,17 +266,6 @@ impl Run {
     /// Sends an event about `unit`.
     pub fn emit_unit(&self, unit: &UnitKey, body: EventBody) {
         self.emit(Scope::Unit(unit.clone()), body);
-    }
-
-    /// The next event of this run.
-    fn event(&self, scope: Scope, body: EventBody) -> Event {
-        Event {
-            run: self.id.clone(),
-            seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
-            at: self.clock.now().rfc3339,
-            scope,
-            body,
-        }
     }
 
     /// A callback for the agent events of `unit` (`None`: the run's own agents), for workers.

@@ -247,13 +247,9 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
             }
             Ended::Paused(id) => {
                 report.skipped += 1;
-                let esc = run
-                    .with_ledger(|l| Ok(l.journal().escalations(false)?))
-                    .unwrap_or_default()
-                    .into_iter()
-                    .find(|e| e.id == id);
+                let esc = run.escalation_view(id).ok().flatten();
                 let title = esc.as_ref().map(|e| e.title.clone()).unwrap_or_default();
-                report.escalation = esc.as_ref().map(|e| EscalationView::of(e, false));
+                report.escalation = esc;
                 (
                     Some((RunEnd::Paused, format!("escalation #{id}: {title}"))),
                     Some("paused".to_owned()),
