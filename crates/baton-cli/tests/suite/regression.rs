@@ -376,3 +376,116 @@ fn a_sprint_file_that_is_a_symlink_is_refused_by_sprint() {
     assert!(run.stderr.contains("is a symlink"), "{}", run.describe());
     assert_eq!(std::fs::read(&real).expect("sprint file"), before);
 }
+
+/// A `git` placed first on baton's PATH that holds the call naming `message` (a commit): it
+/// writes its pid to `held` and waits for `release` before running the real git; every other
+/// call goes straight through.
+struct GitGate {
+    bin: tempfile::TempDir,
+    held: std::path::PathBuf,
+    release: std::path::PathBuf,
+}
+
+impl GitGate {
+    fn new(message: &str) -> GitGate {
+        let real = std::env::var_os("PATH")
+            .and_then(|path| {
+                std::env::split_paths(&path)
+                    .map(|d| d.join("git"))
+                    .find(|p| p.is_file())
+            })
+            .expect("git on PATH");
+        let bin = tempfile::tempdir().expect("tempdir");
+        let held = bin.path().join("held");
+        let release = bin.path().join("release");
+        let script = format!(
+            "#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = '{message}' ]; then\n    echo $$ > '{held}.tmp' && mv '{held}.tmp' '{held}'\n    while [ ! -e '{release}' ]; do sleep 0.02; done\n    break\n  fi\ndone\nexec '{real}' \"$@\"\n",
+            held = held.display(),
+            release = release.display(),
+            real = real.display(),
+        );
+        let path = bin.path().join("git");
+        std::fs::write(&path, script).expect("write the gate");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        GitGate { bin, held, release }
+    }
+
+    /// Puts the gate first on `cmd`'s PATH.
+    fn apply(&self, cmd: &mut std::process::Command) {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![self.bin.path().to_path_buf()];
+        dirs.extend(std::env::split_paths(&path));
+        cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
+    }
+
+    /// The pid of the held git, once the call has been reached.
+    fn held(&self) -> Option<u32> {
+        std::fs::read_to_string(&self.held)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+    }
+
+    /// Lets the held call go on.
+    fn release(&self) {
+        std::fs::write(&self.release, "").expect("release");
+    }
+}
+
+#[test]
+fn ctrl_c_during_a_stage_commit_lets_the_commit_finish() {
+    use std::os::unix::process::CommandExt;
+    let p = sprint_project(Toml::default(), &Script::new().straight(K1));
+    let dev = format!("story({}): dev", short(K1));
+    let gate = GitGate::new(&dev);
+    let mut cmd = command(&p, &["sprint", "--yolo", "--json", "--stories", K1]);
+    gate.apply(&mut cmd);
+    // baton leads its process group, as a shell's foreground job does.
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().expect("spawn baton");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    wait_for(&mut child, "the dev stage's commit", || {
+        gate.held().is_some()
+    });
+    // The terminal's Ctrl-C reaches the whole foreground group while git is committing.
+    interrupt_group(child.id());
+    gate.release();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            started.elapsed() < HANG_GUARD,
+            "Ctrl-C did not stop the run"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (stdout, stderr) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    let describe = format!("exit {status}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+    assert_eq!(status.code(), Some(1), "{describe}");
+    assert!(!stdout.contains("commit_failed"), "{describe}");
+    assert!(
+        subjects(&p).contains(&dev),
+        "the commit in flight was lost: {:?}\n{describe}",
+        subjects(&p)
+    );
+    let report = stdout.lines().last().unwrap_or_default();
+    assert!(report.contains("\"cancelled\""), "{describe}");
+}
