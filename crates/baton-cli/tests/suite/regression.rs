@@ -433,6 +433,60 @@ impl GitGate {
 }
 
 #[test]
+fn a_retrospective_killed_before_its_commit_is_committed_under_its_own_name() {
+    let toml = Toml {
+        sprint: "retrospective = true",
+        ..Toml::default()
+    };
+    let script = retro(Script::new().straight(K1).straight(K2), 1, 0);
+    let p = sprint_project(toml, &script);
+    let gate = GitGate::new("epic(1): retrospective");
+    let mut cmd = command(&p, &["sprint", "--yolo", "--json", "--batch", "2"]);
+    gate.apply(&mut cmd);
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn baton");
+    // Killed after the retrospective moved to `done`, before its commit.
+    wait_for(&mut child, "the retrospective's commit", || {
+        gate.held().is_some()
+    });
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let held = gate.held().expect("held");
+    let _ = std::process::Command::new("kill")
+        .args(["-s", "KILL", &held.to_string()])
+        .status();
+    assert_eq!(statuses(&p)["epic-1-retrospective"], "done");
+
+    let (_, report, run) = sprint_json(&p, &["--yolo", "--stories", K2], 0);
+    assert_eq!(report["end"], "completed", "{}", run.describe());
+    let subjects = subjects(&p);
+    assert_eq!(
+        subjects.last().map(String::as_str),
+        Some("epic(1): retrospective"),
+        "{subjects:?}"
+    );
+    assert!(
+        !subjects.iter().any(|s| s.contains("interrupted run")),
+        "{subjects:?}"
+    );
+    let first = git(
+        p.root(),
+        &[
+            "log",
+            "--format=%s",
+            "--diff-filter=A",
+            "--",
+            &format!("{STORIES}/epic-1-retro.md"),
+        ],
+    );
+    assert_eq!(first.trim(), "epic(1): retrospective");
+    assert_eq!(dirty(&p), Vec::<String>::new());
+}
+
+#[test]
 fn ctrl_c_during_a_stage_commit_lets_the_commit_finish() {
     use std::os::unix::process::CommandExt;
     let p = sprint_project(Toml::default(), &Script::new().straight(K1));

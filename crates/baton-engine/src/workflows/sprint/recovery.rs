@@ -6,7 +6,7 @@
 //! result was journaled but not yet carried out (it is committed with that stage when the story
 //! resumes), the step that was cut off (it runs again and commits its work), or the stage whose
 //! status change was made but whose commit the kill prevented (committed now, under that stage's
-//! name).
+//! name: a story's stage, or an epic's retrospective).
 
 use crate::ctx::RunCtx;
 use crate::error::EngineError;
@@ -190,16 +190,27 @@ fn owned_by_a_step(run: &RunCtx, run_id: &str) -> Result<bool, EngineError> {
     Ok(matches!(decide(&facts), Decision::Move(m) if m.commit.is_some()))
 }
 
-/// The stage commit a killed run owed: named after its last transition, unless HEAD already is
-/// that commit.
+/// The stage commit a killed run owed: named after its last transition (a story's stage, or a
+/// retrospective moved to `done`), unless HEAD already is that commit.
 async fn recovered_stage(run: &RunCtx, run_id: &str) -> Result<Option<String>, EngineError> {
     let events = run.with_ledger(|l| Ok(l.journal().events(&EventFilter::default())?))?;
     let Some(last) = events.iter().rev().find(|e| {
         e.run_id.as_deref() == Some(run_id)
-            && matches!(baton_core::key::classify(&e.key), KeyKind::Story { .. })
+            && matches!(
+                baton_core::key::classify(&e.key),
+                KeyKind::Story { .. } | KeyKind::Retrospective { .. }
+            )
     }) else {
         return Ok(None);
     };
+    if let KeyKind::Retrospective { epic } = baton_core::key::classify(&last.key) {
+        if last.to != "done" {
+            return Ok(None);
+        }
+        let message = crate::stages::retro::commit_message(epic);
+        let head = run.workspace().git().head_subject().await;
+        return Ok((head.as_deref() != Some(message.as_str())).then_some(message));
+    }
     let facts = run.facts(&last.key)?;
     let used = facts.rounds_used();
     let what = match (last.from.as_deref().unwrap_or_default(), last.to.as_str()) {
