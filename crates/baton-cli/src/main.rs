@@ -11,6 +11,7 @@ mod cli_workers;
 mod commands;
 mod config;
 mod env;
+mod interrupt;
 mod limits;
 mod narrow;
 mod plan_args;

@@ -314,8 +314,10 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
         Some(Arc::new(super::team::progress) as baton_agent::runner::EventFn),
     )?;
     let rt = super::plumbing::runtime()?;
+    crate::interrupt::cancel_on_signal(&rt, setup.cancel.clone())?;
     let result = rt.block_on(engine::run(&setup, &opts, &state));
     let (status, reason, code) = match &result {
+        _ if setup.cancel.is_cancelled() => ("cancelled", "interrupted".to_owned(), Code::Error),
         Ok(r) => match &r.end {
             PlanEnd::Done => ("completed", String::new(), Code::Ok),
             PlanEnd::Paused { next } => ("paused", format!("before {next}"), Code::Ok),

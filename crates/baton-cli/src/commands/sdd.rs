@@ -195,6 +195,7 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
         interactive.then_some(answer_rx),
     );
     let rt = super::plumbing::runtime()?;
+    crate::interrupt::cancel_on_signal(&rt, cancel)?;
     let render = |e: &SddEvent| {
         if json {
             if let Ok(line) = serde_json::to_string(e) {
@@ -207,7 +208,6 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
     let report = rt.block_on(async {
         let run = engine.run(&plan);
         tokio::pin!(run);
-        let mut interrupted = false;
         let report = loop {
             tokio::select! {
                 r = &mut run => break r,
@@ -228,10 +228,6 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
                         };
                         let _ = answer_tx.send(answer);
                     }
-                }
-                _ = tokio::signal::ctrl_c(), if !interrupted => {
-                    interrupted = true;
-                    cancel.cancel();
                 }
             }
         };

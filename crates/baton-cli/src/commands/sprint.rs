@@ -2,7 +2,8 @@
 //!
 //! The engine runs as a session (`baton_engine::session`); this module only renders its events
 //! (a live line per story in a terminal, plain lines otherwise, JSON lines with `--json`) and
-//! sends a human's answers and Ctrl-C back as operations.
+//! sends a human's answers back as operations; Ctrl-C and SIGTERM cancel the run
+//! ([`crate::interrupt`]).
 
 use super::team::{build_setup, run_id};
 use crate::cli::{AnswerArgs, EscalationsArgs, SprintArgs};
@@ -320,6 +321,9 @@ pub fn run_sprint(
         journal,
         Some(on_agent),
     )?;
+    // Agents stop at their next await; the run then ends `cancelled` and the journal records
+    // it. Whatever step was interrupted runs again on the next `baton sprint`.
+    crate::interrupt::cancel_on_signal(&rt, setup.cancel.clone())?;
     let engine = SprintEngine::new(Arc::new(setup), ledger, settings, run_id);
     let json = args.run.json;
     let interactive = !json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
@@ -354,7 +358,6 @@ async fn drive_session(
 ) -> Result<SprintReport> {
     let mut s = session::start_sprint(engine, interactive, events_tx, events_rx).await?;
     let mut done = s.done;
-    let mut interrupted = false;
     let report = loop {
         tokio::select! {
             report = &mut done => break report.context("the sprint stopped unexpectedly")?,
@@ -371,12 +374,6 @@ async fn drive_session(
                     };
                     let _ = s.ops.send(op);
                 }
-            }
-            _ = tokio::signal::ctrl_c(), if !interrupted => {
-                // Agents stop at their next await; the run then ends `cancelled` and the journal
-                // records it. Whatever step was interrupted runs again on the next `baton sprint`.
-                interrupted = true;
-                let _ = s.ops.send(Op::Cancel);
             }
         }
     };

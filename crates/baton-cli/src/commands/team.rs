@@ -77,20 +77,10 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
         journal.clone(),
         (!args.json).then(|| Arc::new(progress) as baton_agent::runner::EventFn),
     )?;
-    let cancel = setup.cancel.clone();
     let rt = super::plumbing::runtime()?;
-    let report = rt.block_on(async {
-        let run = team::run(&setup, &dispatch, &task, cfg.concurrency);
-        tokio::pin!(run);
-        tokio::select! {
-            r = &mut run => r,
-            _ = tokio::signal::ctrl_c() => {
-                // The agents end `cancelled` at their next await, keeping what they did.
-                cancel.cancel();
-                run.await
-            }
-        }
-    })?;
+    // On Ctrl-C or SIGTERM the agents end `cancelled` at their next await, keeping what they did.
+    crate::interrupt::cancel_on_signal(&rt, setup.cancel.clone())?;
+    let report = rt.block_on(team::run(&setup, &dispatch, &task, cfg.concurrency))?;
     let (code, status, reason) = verdict(&report);
     super::plumbing::end_run(&journal, &run_id, status, &reason)?;
     if args.json {

@@ -543,3 +543,161 @@ fn ctrl_c_during_a_stage_commit_lets_the_commit_finish() {
     let report = stdout.lines().last().unwrap_or_default();
     assert!(report.contains("\"cancelled\""), "{describe}");
 }
+
+/// Waits while `child` runs until a transcript of the run records an agent's outcome.
+fn wait_for_an_outcome(p: &Project, child: &mut Child) {
+    let runs = p.root().join(".baton/runs");
+    let seen = || {
+        std::fs::read_dir(&runs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|run| {
+                std::fs::read_dir(run.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|t| {
+                        std::fs::read_to_string(t.path())
+                            .is_ok_and(|text| text.contains("\"kind\":\"outcome\""))
+                    })
+            })
+    };
+    let started = Instant::now();
+    while !seen() {
+        if child.try_wait().expect("try_wait").is_some() {
+            return;
+        }
+        assert!(
+            started.elapsed() < HANG_GUARD,
+            "never saw an agent's outcome"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A sprint of one story whose scrum master writes the story file, then thinks for a long
+/// time before its final answer.
+fn slow_story() -> Project {
+    let mut stalling = Script::new().straight(K1);
+    let last = stalling
+        .turns
+        .iter_mut()
+        .find(|t| {
+            t["agent"] == "scrum-master"
+                && t["text"].as_str().is_some_and(|s| s.contains("is written"))
+        })
+        .expect("the final create turn");
+    last["delay_ms"] = json!(20_000);
+    sprint_project(Toml::default(), &stalling)
+}
+
+#[test]
+fn ctrl_c_while_the_output_is_not_read_still_stops_the_run() {
+    let p = slow_story();
+    // A reader that has stopped reading (a pager, a full pipe): every line baton prints now
+    // waits, and the render loop with it.
+    let (reader, mut writer) = std::io::pipe().expect("pipe");
+    std::io::Write::write_all(&mut writer, &[b'\n'; 65536]).expect("fill the pipe");
+    let mut cmd = command(&p, &["sprint", "--yolo", "--json", "--stories", K1]);
+    cmd.stdout(writer).stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn baton");
+    drop(cmd);
+    let story = p.root().join(format!("{STORIES}/{K1}.md"));
+    wait_for(&mut child, "K1's story file", || story.is_file());
+    let ok = std::process::Command::new("kill")
+        .args(["-s", "INT", &child.id().to_string()])
+        .status()
+        .expect("kill(1)")
+        .success();
+    assert!(ok);
+    // The scrum master's run ends (cancelled, or at the end of its long think when the signal
+    // was lost) while nobody reads.
+    wait_for_an_outcome(&p, &mut child);
+    let out = std::thread::spawn(move || {
+        let mut reader = reader;
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut reader, &mut s);
+        s
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(started.elapsed() < HANG_GUARD, "the run never ended");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stdout = out.join().unwrap_or_default();
+    assert_eq!(status.code(), Some(1), "exit {status}\n{stdout}");
+    let report = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    assert!(report.contains("\"end\":\"cancelled\""), "{report}");
+    assert_eq!(statuses(&p)[K1], "backlog");
+}
+
+#[test]
+fn sigterm_stops_a_sprint_like_ctrl_c() {
+    let p = slow_story();
+    let mut cmd = command(&p, &["sprint", "--yolo", "--json", "--stories", K1]);
+    let (mut child, out, err) = {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn baton");
+        let mut o = child.stdout.take().expect("stdout");
+        let mut e = child.stderr.take().expect("stderr");
+        let out = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut o, &mut s);
+            s
+        });
+        let err = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut e, &mut s);
+            s
+        });
+        (child, out, err)
+    };
+    let story = p.root().join(format!("{STORIES}/{K1}.md"));
+    wait_for(&mut child, "K1's story file", || story.is_file());
+    let ok = std::process::Command::new("kill")
+        .args(["-s", "TERM", &child.id().to_string()])
+        .status()
+        .expect("kill(1)")
+        .success();
+    assert!(ok);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            started.elapsed() < HANG_GUARD,
+            "SIGTERM did not stop the run"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (stdout, stderr) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    let describe = format!("exit {status}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+    assert_eq!(status.code(), Some(1), "{describe}");
+    let report = stdout.lines().last().unwrap_or_default();
+    assert!(report.contains("\"end\":\"cancelled\""), "{describe}");
+    // The journal holds the run as cancelled: the next run is not told of an interrupted one.
+    let (events, report, run) = sprint_json(&p, &["--yolo", "--allow-dirty", "--stories", K1], 0);
+    assert_eq!(report["end"], "completed", "{}", run.describe());
+    assert!(
+        !events.iter().any(|e| e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("was interrupted"))),
+        "{}",
+        run.describe()
+    );
+}
