@@ -183,6 +183,7 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
     };
     let setup = Arc::new(setup);
     let cancel = setup.cancel.clone();
+    let cli_state = setup.cli.state_dir.clone();
     let json = args.run.json;
     let interactive = !json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let (answer_tx, answer_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -206,6 +207,12 @@ pub fn run(root: &Path, args: &SddArgs) -> Result<Code> {
         }
     };
     let report = rt.block_on(async {
+        // Nothing a killed run left may edit the tree alongside this one.
+        if let Some(dir) = &cli_state {
+            for message in baton_agent::worker::cli::end_orphaned_workers(dir).await {
+                eprintln!("note: {message}");
+            }
+        }
         let run = engine.run(&plan);
         tokio::pin!(run);
         let report = loop {

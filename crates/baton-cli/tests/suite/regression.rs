@@ -432,6 +432,17 @@ impl GitGate {
     }
 }
 
+/// Whether process `pid` is gone (or a zombie nobody reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z')),
+    }
+}
+
 #[test]
 fn a_retrospective_killed_before_its_commit_is_committed_under_its_own_name() {
     let toml = Toml {
@@ -700,4 +711,143 @@ fn sigterm_stops_a_sprint_like_ctrl_c() {
         "{}",
         run.describe()
     );
+}
+
+/// A sprint whose developer is a stand-in for Claude Code (outside the project, in `bin`): it
+/// records its pid, starts a grandchild in its group that records its own, and works forever;
+/// once `bin/quick` exists it fails at once instead.
+fn cli_developer_project(bin: &std::path::Path) -> Project {
+    let program = bin.join("fake-claude");
+    let script = format!(
+        "#!/bin/sh\nif [ -e '{bin}/quick' ]; then exit 1; fi\necho $$ > '{bin}/cli.pid'\nsleep 600 &\necho $! > '{bin}/grandchild.pid.tmp' && mv '{bin}/grandchild.pid.tmp' '{bin}/grandchild.pid'\nwhile true; do sleep 1; done\n",
+        bin = bin.display()
+    );
+    std::fs::write(&program, script).expect("stand-in");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let tail = format!(
+        "[agents.roles]\ndeveloper = \"claude-code/x\"\n\n[cli.claude-code]\nprogram = {:?}\napi_key_env = \"PATH\"\nmax_retries = 0\n",
+        program.display().to_string()
+    );
+    let p = sprint_project(
+        Toml {
+            tail: &tail,
+            ..Toml::default()
+        },
+        &Script::new().create(K1),
+    );
+    baton(&p, &["trust"]).expect_code(0);
+    p
+}
+
+fn pid_in(path: &std::path::Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Waits (under the hang guard) until `pid` is gone.
+fn wait_gone(pid: u32, what: &str) {
+    let started = Instant::now();
+    while !gone(pid) {
+        if started.elapsed() > HANG_GUARD {
+            // It leads its process group: end the whole group before failing.
+            let _ = std::process::Command::new("kill")
+                .args(["-s", "KILL", "--", &format!("-{pid}")])
+                .status();
+            panic!("{what} (pid {pid}) outlived baton");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_cli_worker_dies_with_a_killed_baton_and_a_resume_ends_what_it_left() {
+    let bin = tempfile::tempdir().expect("tempdir");
+    let p = cli_developer_project(bin.path());
+    let mut child = command(&p, &["sprint", "--yolo", "--json", "--stories", K1])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn baton");
+    let grandchild_file = bin.path().join("grandchild.pid");
+    wait_for(&mut child, "the CLI developer at work", || {
+        grandchild_file.exists()
+    });
+    let cli = pid_in(&bin.path().join("cli.pid")).expect("the CLI's pid");
+    let grandchild = pid_in(&grandchild_file).expect("the grandchild's pid");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    // The CLI itself dies with baton.
+    wait_gone(cli, "the CLI");
+    // Its grandchild, left in the CLI's process group, is ended by the next run before it
+    // starts its own work.
+    std::fs::write(bin.path().join("quick"), "").expect("quick");
+    let run = baton(&p, &["sprint", "--yolo", "--json", "--stories", K1]);
+    let ended = gone(grandchild);
+    if !ended {
+        let _ = std::process::Command::new("kill")
+            .args(["-s", "KILL", &grandchild.to_string()])
+            .status();
+    }
+    assert!(
+        ended,
+        "the killed run's worker still ran\n{}",
+        run.describe()
+    );
+    assert!(
+        run.stderr.contains("a killed run left running")
+            || run.stdout.contains("a killed run left running"),
+        "{}",
+        run.describe()
+    );
+    let records = p.root().join(".baton/cli/workers");
+    let left: Vec<_> = std::fs::read_dir(&records)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn sigterm_ends_a_cli_worker_with_the_run() {
+    let bin = tempfile::tempdir().expect("tempdir");
+    let p = cli_developer_project(bin.path());
+    let mut child = command(&p, &["sprint", "--yolo", "--json", "--stories", K1])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn baton");
+    let grandchild_file = bin.path().join("grandchild.pid");
+    wait_for(&mut child, "the CLI developer at work", || {
+        grandchild_file.exists()
+    });
+    let cli = pid_in(&bin.path().join("cli.pid")).expect("the CLI's pid");
+    let grandchild = pid_in(&grandchild_file).expect("the grandchild's pid");
+    let ok = std::process::Command::new("kill")
+        .args(["-s", "TERM", &child.id().to_string()])
+        .status()
+        .expect("kill(1)")
+        .success();
+    assert!(ok);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            started.elapsed() < HANG_GUARD,
+            "SIGTERM did not stop the run"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (cli_gone, grandchild_gone) = (gone(cli), gone(grandchild));
+    for pid in [cli, grandchild] {
+        let _ = std::process::Command::new("kill")
+            .args(["-s", "KILL", &pid.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+    assert_eq!(status.code(), Some(1), "exit {status}");
+    assert!(cli_gone && grandchild_gone, "the worker outlived the run");
 }

@@ -1,7 +1,8 @@
 //! Before a run: is the project fit for one, and what did a killed run leave behind?
 //!
-//! Preflight refuses a project that is not a git repository and a dirty tree (unless asked, or
-//! unless the dirt is what an interrupted run left, which is kept). Recovery then sweeps temp
+//! Preflight ends the coding-agent CLIs a killed run left running, then refuses a project that
+//! is not a git repository and a dirty tree (unless asked, or unless the dirt is what an
+//! interrupted run left, which is kept). Recovery then sweeps temp
 //! files of killed writers and decides who owns a killed run's uncommitted work: the stage whose
 //! result was journaled but not yet carried out (it is committed with that stage when the story
 //! resumes), the step that was cut off (it runs again and commits its work), or the stage whose
@@ -61,10 +62,21 @@ impl OwnedFiles {
     }
 }
 
-/// Checks the project can run a sprint; returns notices for the user. Uncommitted changes to
-/// baton's own files ([`OwnedFiles`]) do not block a run: when they are the only ones, they are
-/// committed first as `baton: …`.
+/// Checks the project can run a sprint; returns notices for the user. First ends the
+/// coding-agent CLIs a killed run left working on the project (nothing may edit the tree
+/// alongside this run). Uncommitted changes to baton's own files ([`OwnedFiles`]) do not block a
+/// run: when they are the only ones, they are committed first as `baton: …`.
 pub async fn preflight(run: &RunCtx) -> Result<Vec<String>, EngineError> {
+    let mut notices = match &run.setup.cli.state_dir {
+        Some(dir) => baton_agent::worker::cli::end_orphaned_workers(dir).await,
+        None => Vec::new(),
+    };
+    notices.extend(check_tree(run).await?);
+    Ok(notices)
+}
+
+/// The repository, the sprint file and the dirty tree.
+async fn check_tree(run: &RunCtx) -> Result<Vec<String>, EngineError> {
     let ws = run.workspace();
     let root = &run.settings.root;
     if !ws.git().is_repo().await {
