@@ -179,7 +179,8 @@ impl Recorded {
     }
 }
 
-/// The record of one live worker's process group (a file `<dir>/<pgid>`), removed when dropped.
+/// The record of one live worker's process group (a file `<dir>/<pgid>`), removed when dropped
+/// (and `dir` with it when it was the last).
 /// Recording is best effort: a record that cannot be written leaves only the parent-death
 /// signal to end the worker with baton.
 #[derive(Debug)]
@@ -201,10 +202,15 @@ impl GroupRecord {
                 owner,
                 owner_start: Stat::of(owner)?.start,
             };
-            std::fs::create_dir_all(dir).ok()?;
             let path = dir.join(pgid.to_string());
-            std::fs::write(&path, rec.line()).ok()?;
-            Some(path)
+            // Twice: another worker's record, dropped in between, may take the empty directory.
+            for _ in 0..2 {
+                std::fs::create_dir_all(dir).ok()?;
+                if std::fs::write(&path, rec.line()).is_ok() {
+                    return Some(path);
+                }
+            }
+            None
         };
         GroupRecord { path: record() }
     }
@@ -213,7 +219,11 @@ impl GroupRecord {
 impl Drop for GroupRecord {
     fn drop(&mut self) {
         if let Some(path) = self.path.take() {
-            let _ = std::fs::remove_file(path);
+            let _ = std::fs::remove_file(&path);
+            // The directory goes with its last record (it fails while others remain).
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::remove_dir(dir);
+            }
         }
     }
 }
@@ -300,6 +310,7 @@ pub async fn end_orphaned_groups(dir: &Path, grace: Duration) -> Vec<u32> {
         tokio::time::sleep(step).await;
         waited += step;
     }
+    let _ = std::fs::remove_dir(dir);
     ended
 }
 
