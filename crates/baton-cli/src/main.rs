@@ -11,6 +11,7 @@ mod cli_workers;
 mod commands;
 mod config;
 mod env;
+mod interrupt;
 mod plan_args;
 mod project;
 mod render;

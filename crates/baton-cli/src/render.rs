@@ -1,7 +1,7 @@
 //! The one renderer of a run's events, for every workflow: a plain line per event that matters
 //! (or, in a terminal, a live status line per unit with the lines that matter above it), JSON
 //! lines with `--json`; the human's answers at a terminal; and the one event loop that drives a
-//! session to its report, sending answers and Ctrl-C back as operations.
+//! session to its report, sending answers back as operations.
 
 use anyhow::{Context, Result};
 use baton_core::escalation::{EscalationKind, choose};
@@ -350,9 +350,12 @@ impl Style {
 
 /// Runs `workflow` as the run `spec` describes, on a fresh runtime, rendering its events in
 /// `style` and (when the run is interactive) asking the human at the terminal; the report.
+/// Ctrl-C and SIGTERM are listened for once, for the whole run ([`crate::interrupt`]).
 pub fn run<W: Workflow>(spec: RunSpec, workflow: W, style: Style) -> Result<W::Report> {
     let interactive = spec.interactive;
-    crate::commands::plumbing::runtime()?.block_on(async {
+    let rt = crate::commands::plumbing::runtime()?;
+    crate::interrupt::cancel_on_signal(&rt, spec.setup.cancel.clone())?;
+    rt.block_on(async {
         let (run, io) = Run::new(spec);
         let session = session::start(workflow, run, io).await?;
         drive(session, interactive, style).await
@@ -360,10 +363,10 @@ pub fn run<W: Workflow>(spec: RunSpec, workflow: W, style: Style) -> Result<W::R
 }
 
 /// Renders the session's events and asks the human at the terminal (when `interactive`) until
-/// the run ends; Ctrl-C cancels the run (the interrupted step runs again next time).
+/// the run ends. Interrupts are not this loop's: a listener made afresh on each pass would miss
+/// a signal between two passes ([`crate::interrupt`] listens once for the whole run).
 pub async fn drive<R>(mut s: Session<R>, interactive: bool, mut style: Style) -> Result<R> {
     let mut done = s.done;
-    let mut interrupted = false;
     let report = loop {
         tokio::select! {
             report = &mut done => break report.context("the run stopped unexpectedly")?,
@@ -381,12 +384,6 @@ pub async fn drive<R>(mut s: Session<R>, interactive: bool, mut style: Style) ->
                     };
                     let _ = s.ops.send(op);
                 }
-            }
-            _ = tokio::signal::ctrl_c(), if !interrupted => {
-                // Agents stop at their next await; the run then ends `cancelled` and the journal
-                // records it. Whatever step was interrupted runs again on the next run.
-                interrupted = true;
-                let _ = s.ops.send(Op::Cancel);
             }
         }
     };

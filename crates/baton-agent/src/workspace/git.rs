@@ -5,9 +5,11 @@
 //! locks, the provider key variables removed from its environment, and configuration an agent
 //! could have planted in the repository switched off for baton's own calls: hooks
 //! (`core.hooksPath=/dev/null`), fsmonitor, pagers, and automatic garbage collection or
-//! maintenance (which a commit would otherwise start). A call that meets an index or HEAD lock
-//! waits while a live git process may hold it; a lock left by a killed git (no git process is
-//! running in the repository) is removed, once, and reported.
+//! maintenance (which a commit would otherwise start). Each git runs in a process group of its
+//! own, so a terminal's Ctrl-C (which reaches baton, and baton decides what it means) never
+//! kills a stage commit half way. A call that meets an index or HEAD lock waits while a live git
+//! process may hold it; a lock left by a killed git (no git process is running in the
+//! repository, [`holds_repository`]) is removed, once, and reported.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -110,7 +112,7 @@ impl Git {
                     let Some(lock) = lock_path(&stderr) else {
                         return Err(GitError::Failed { command, stderr });
                     };
-                    if !git_running_in(&self.root) && !cleared {
+                    if !cleared && lock_is_ours(&lock) && !git_running_in(&self.root, &lock) {
                         // Left by a killed git: nobody will release it.
                         cleared = true;
                         let _ = std::fs::remove_file(&lock);
@@ -143,6 +145,10 @@ impl Git {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        // Apart from the terminal's process group: Ctrl-C is baton's to act on, and a commit in
+        // flight finishes before the run ends `cancelled`.
+        #[cfg(unix)]
+        cmd.process_group(0);
         for var in self.env_remove.iter() {
             cmd.env_remove(var);
         }
@@ -158,11 +164,10 @@ impl Git {
         if output.status.success() {
             Ok(String::from_utf8_lossy(&output.stdout).into_owned())
         } else {
-            let mut stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-            if stderr.is_empty() {
-                stderr = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-            }
-            Err(GitError::Failed { command, stderr })
+            Err(GitError::Failed {
+                command,
+                stderr: failure_reason(&output),
+            })
         }
     }
 
@@ -316,13 +321,151 @@ fn lock_path(stderr: &str) -> Option<PathBuf> {
         })
 }
 
-/// Whether a git process is running with its working directory inside `root` (Linux: read from
-/// `/proc`; elsewhere assume one may be, so locks are waited for, never removed).
-fn git_running_in(root: &Path) -> bool {
+/// What a failed git said: its stderr, else its stdout, else how it ended (an exit status
+/// without a message, or the signal that killed it), so a failure never reads as empty.
+fn failure_reason(output: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+    if !stderr.is_empty() {
+        return stderr;
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if !stdout.is_empty() {
+        return stdout;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = output.status.signal() {
+            let name = match sig {
+                1 => " (SIGHUP)",
+                2 => " (SIGINT)",
+                3 => " (SIGQUIT)",
+                9 => " (SIGKILL)",
+                15 => " (SIGTERM)",
+                _ => "",
+            };
+            return format!("killed by signal {sig}{name}, without a message");
+        }
+    }
+    match output.status.code() {
+        Some(code) => format!("exited with status {code}, without a message"),
+        None => "ended without an exit status or a message".to_owned(),
+    }
+}
+
+/// Whether the lock file was made by a process of this user. Only then can every process that
+/// may hold it be inspected in `/proc` (another user's processes cannot be), so a lock another
+/// user made is never removed, only waited for.
+fn lock_is_ours(lock: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(lock), std::fs::metadata("/proc/self")) {
+            (Ok(l), Ok(me)) => l.uid() == me.uid(),
+            // Gone already (nothing to remove), or no `/proc` (then nothing is removed anyway).
+            _ => true,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = lock;
+        true
+    }
+}
+
+/// One process as `/proc` shows it, for [`holds_repository`]. `None` fields could not be read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct ProcessView {
+    /// Its command name (`comm`).
+    comm: String,
+    /// Its working directory.
+    cwd: Option<PathBuf>,
+    /// Its arguments.
+    args: Vec<String>,
+    /// `GIT_DIR` and `GIT_WORK_TREE` from its environment (readable for the user's own
+    /// processes only).
+    env_dirs: Vec<String>,
+}
+
+/// Whether the process `p` is a git working in one of `places` (canonical directories: the
+/// workspace root and the work tree that holds the lock): its working directory is inside one,
+/// or its `-C`, `--git-dir` or `--work-tree` argument or its `GIT_DIR` / `GIT_WORK_TREE` names a
+/// path inside one (relative ones against its working directory, when that is known). A working
+/// directory that merely contains a place (`/`, a home directory) does not count, and neither
+/// does a process whose working directory could not be read unless its arguments name a place:
+/// an unreadable `/proc` entry is another user's process (which cannot have made a lock that
+/// [`lock_is_ours`] accepts) or one that has just exited.
+fn holds_repository(p: &ProcessView, places: &[PathBuf]) -> bool {
+    if p.comm != "git" && !p.comm.starts_with("git-") {
+        return false;
+    }
+    let inside = |path: &Path| places.iter().any(|place| path.starts_with(place));
+    if p.cwd.as_deref().is_some_and(inside) {
+        return true;
+    }
+    let resolve = |raw: &str| -> Option<PathBuf> {
+        let path = Path::new(raw);
+        if path.is_absolute() {
+            Some(lexical(path))
+        } else {
+            p.cwd.as_ref().map(|cwd| lexical(&cwd.join(path)))
+        }
+    };
+    let mut named: Vec<&str> = p.env_dirs.iter().map(String::as_str).collect();
+    let mut args = p.args.iter().skip(1);
+    while let Some(a) = args.next() {
+        if a == "-C" || a == "--git-dir" || a == "--work-tree" {
+            if let Some(v) = args.next() {
+                named.push(v);
+            }
+        } else if let Some(v) = a
+            .strip_prefix("--git-dir=")
+            .or_else(|| a.strip_prefix("--work-tree="))
+        {
+            named.push(v);
+        } else if !a.starts_with('-') {
+            // The subcommand: what follows are its own arguments.
+            break;
+        }
+    }
+    named.into_iter().filter_map(resolve).any(|p| inside(&p))
+}
+
+/// `path` with `.` and `..` components folded (no file system access).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The work tree holding `lock` (`/x` for `/x/.git/index.lock`).
+fn work_tree_of(lock: &Path) -> Option<PathBuf> {
+    lock.ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == ".git"))
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+}
+
+/// Whether a git process is running in the repository of `root` that holds `lock` (Linux: read
+/// from `/proc`, see [`holds_repository`]; elsewhere assume one may be, so locks are waited for,
+/// never removed).
+fn git_running_in(root: &Path, lock: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return true;
     };
-    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut places = vec![canonical(root)];
+    if let Some(tree) = work_tree_of(lock) {
+        places.push(canonical(&tree));
+    }
     let me = std::process::id().to_string();
     for e in entries.flatten() {
         let name = e.file_name();
@@ -330,18 +473,37 @@ fn git_running_in(root: &Path) -> bool {
         if pid == me || !pid.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-        if !comm.trim().starts_with("git") {
+        let Ok(comm) = std::fs::read_to_string(e.path().join("comm")) else {
+            continue;
+        };
+        let comm = comm.trim().to_owned();
+        if comm != "git" && !comm.starts_with("git-") {
             continue;
         }
-        match std::fs::read_link(e.path().join("cwd")) {
-            Ok(cwd) if cwd.starts_with(&root) || root.starts_with(&cwd) => return true,
-            Ok(_) => {}
-            // Cannot tell (another user's process): be safe.
-            Err(_) => return true,
-        }
-        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains(&*root.to_string_lossy()) {
+        let nul_separated = |file: &str| -> Vec<String> {
+            std::fs::read(e.path().join(file))
+                .map(|b| {
+                    b.split(|&c| c == 0)
+                        .filter(|s| !s.is_empty())
+                        .map(|s| String::from_utf8_lossy(s).into_owned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let view = ProcessView {
+            comm,
+            cwd: std::fs::read_link(e.path().join("cwd")).ok(),
+            args: nul_separated("cmdline"),
+            env_dirs: nul_separated("environ")
+                .into_iter()
+                .filter_map(|v| {
+                    v.strip_prefix("GIT_DIR=")
+                        .or_else(|| v.strip_prefix("GIT_WORK_TREE="))
+                        .map(str::to_owned)
+                })
+                .collect(),
+        };
+        if holds_repository(&view, &places) {
             return true;
         }
     }
@@ -375,6 +537,158 @@ mod tests {
             "fatal: cannot lock ref 'HEAD': Unable to create '/p/.git/HEAD.lock': File exists.";
         assert_eq!(lock_path(head), Some(PathBuf::from("/p/.git/HEAD.lock")));
         assert_eq!(lock_path("no quotes"), None);
+    }
+
+    fn git_at(cwd: Option<&str>, args: &[&str]) -> ProcessView {
+        ProcessView {
+            comm: "git".into(),
+            cwd: cwd.map(PathBuf::from),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env_dirs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn only_a_git_working_inside_the_repository_holds_it() {
+        let places = [PathBuf::from("/srv/p/app"), PathBuf::from("/srv/p")];
+        // Inside the work tree, or in a subdirectory of it.
+        assert!(holds_repository(
+            &git_at(Some("/srv/p"), &["git", "status"]),
+            &places
+        ));
+        assert!(holds_repository(
+            &git_at(Some("/srv/p/app/src"), &["git"]),
+            &places
+        ));
+        // A working directory that merely contains the repository does not count: `/`, a
+        // home directory, a sibling with a common prefix.
+        for cwd in ["/", "/srv", "/home/other", "/srv/p2"] {
+            assert!(
+                !holds_repository(&git_at(Some(cwd), &["git", "status"]), &places),
+                "{cwd}"
+            );
+        }
+        // A git started elsewhere that names the repository.
+        assert!(holds_repository(
+            &git_at(Some("/"), &["git", "-C", "/srv/p", "commit"]),
+            &places
+        ));
+        assert!(holds_repository(
+            &git_at(Some("/tmp"), &["git", "--git-dir=/srv/p/.git", "add", "-A"]),
+            &places
+        ));
+        assert!(holds_repository(
+            &git_at(Some("/srv"), &["git", "-C", "p/app", "add"]),
+            &places
+        ));
+        assert!(!holds_repository(
+            &git_at(Some("/srv"), &["git", "-C", "p/../q", "add"]),
+            &places
+        ));
+        // Arguments of the subcommand are not git's own.
+        assert!(!holds_repository(
+            &git_at(Some("/tmp"), &["git", "log", "-C", "/srv/p"]),
+            &places
+        ));
+        // GIT_DIR from its environment.
+        let mut env = git_at(Some("/tmp"), &["git", "commit"]);
+        env.env_dirs = vec!["/srv/p/.git".into()];
+        assert!(holds_repository(&env, &places));
+        // An unreadable entry (another user's process, or one that just exited) counts only if
+        // its arguments name the repository by an absolute path.
+        assert!(!holds_repository(&git_at(None, &[]), &places));
+        assert!(!holds_repository(
+            &git_at(None, &["git", "-C", "p", "add"]),
+            &places
+        ));
+        assert!(holds_repository(
+            &git_at(None, &["git", "-C", "/srv/p", "add"]),
+            &places
+        ));
+        // Programs that are not git, whatever their name starts with.
+        let mut gitk = git_at(Some("/srv/p"), &["gitk"]);
+        gitk.comm = "gitk".into();
+        assert!(!holds_repository(&gitk, &places));
+        let mut helper = git_at(Some("/srv/p"), &["git-remote-https"]);
+        helper.comm = "git-remote-http".into();
+        assert!(holds_repository(&helper, &places));
+    }
+
+    #[test]
+    fn the_work_tree_of_a_lock_is_the_parent_of_its_git_directory() {
+        assert_eq!(
+            work_tree_of(Path::new("/p/.git/index.lock")),
+            Some(PathBuf::from("/p"))
+        );
+        assert_eq!(
+            work_tree_of(Path::new("/p/.git/worktrees/w/index.lock")),
+            Some(PathBuf::from("/p"))
+        );
+        assert_eq!(work_tree_of(Path::new("/p/index.lock")), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_failure_without_a_message_says_how_git_ended() {
+        use std::os::unix::process::ExitStatusExt;
+        let output = |raw: i32, stderr: &str, stdout: &str| std::process::Output {
+            status: std::process::ExitStatus::from_raw(raw),
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: stderr.as_bytes().to_vec(),
+        };
+        assert_eq!(
+            failure_reason(&output(2, "", "")),
+            "killed by signal 2 (SIGINT), without a message"
+        );
+        assert_eq!(
+            failure_reason(&output(1 << 8, "", "")),
+            "exited with status 1, without a message"
+        );
+        assert_eq!(
+            failure_reason(&output(1 << 8, "", "nothing to commit")),
+            "nothing to commit"
+        );
+        assert_eq!(
+            failure_reason(&output(128 << 8, " fatal: x \n", "y")),
+            "fatal: x"
+        );
+        let e = GitError::Failed {
+            command: "commit".into(),
+            stderr: failure_reason(&output(15, "", "")),
+        };
+        assert_eq!(
+            e.to_string(),
+            "git commit failed: killed by signal 15 (SIGTERM), without a message"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_git_working_elsewhere_does_not_keep_a_stale_lock() {
+        // Another git on the machine, working in `/` (an ancestor of every repository): it
+        // reads its stdin until we close it.
+        let mut other = std::process::Command::new("git")
+            .args(["hash-object", "--stdin"])
+            .current_dir("/")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let (dir, git) = repo();
+        std::fs::write(dir.path().join("a.txt"), "a").unwrap();
+        std::fs::write(dir.path().join(".git/index.lock"), "").unwrap();
+        let committed = git.commit_all("past a stale lock").await;
+        drop(other.stdin.take());
+        let _ = other.wait();
+        assert!(committed.unwrap().is_some());
+        assert!(!dir.path().join(".git/index.lock").exists());
+    }
+
+    #[test]
+    fn a_lock_made_by_this_user_is_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("index.lock");
+        std::fs::write(&lock, "").unwrap();
+        assert!(lock_is_ours(&lock));
     }
 
     fn repo() -> (tempfile::TempDir, Git) {

@@ -376,3 +376,478 @@ fn a_sprint_file_that_is_a_symlink_is_refused_by_sprint() {
     assert!(run.stderr.contains("is a symlink"), "{}", run.describe());
     assert_eq!(std::fs::read(&real).expect("sprint file"), before);
 }
+
+/// A `git` placed first on baton's PATH that holds the call naming `message` (a commit): it
+/// writes its pid to `held` and waits for `release` before running the real git; every other
+/// call goes straight through.
+struct GitGate {
+    bin: tempfile::TempDir,
+    held: std::path::PathBuf,
+    release: std::path::PathBuf,
+}
+
+impl GitGate {
+    fn new(message: &str) -> GitGate {
+        let real = std::env::var_os("PATH")
+            .and_then(|path| {
+                std::env::split_paths(&path)
+                    .map(|d| d.join("git"))
+                    .find(|p| p.is_file())
+            })
+            .expect("git on PATH");
+        let bin = tempfile::tempdir().expect("tempdir");
+        let held = bin.path().join("held");
+        let release = bin.path().join("release");
+        let script = format!(
+            "#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = '{message}' ]; then\n    echo $$ > '{held}.tmp' && mv '{held}.tmp' '{held}'\n    while [ ! -e '{release}' ]; do sleep 0.02; done\n    break\n  fi\ndone\nexec '{real}' \"$@\"\n",
+            held = held.display(),
+            release = release.display(),
+            real = real.display(),
+        );
+        let path = bin.path().join("git");
+        std::fs::write(&path, script).expect("write the gate");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        GitGate { bin, held, release }
+    }
+
+    /// Puts the gate first on `cmd`'s PATH.
+    fn apply(&self, cmd: &mut std::process::Command) {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![self.bin.path().to_path_buf()];
+        dirs.extend(std::env::split_paths(&path));
+        cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
+    }
+
+    /// The pid of the held git, once the call has been reached.
+    fn held(&self) -> Option<u32> {
+        std::fs::read_to_string(&self.held)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+    }
+
+    /// Lets the held call go on.
+    fn release(&self) {
+        std::fs::write(&self.release, "").expect("release");
+    }
+}
+
+/// Whether process `pid` is gone (or a zombie nobody reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z')),
+    }
+}
+
+#[test]
+fn a_retrospective_killed_before_its_commit_is_committed_under_its_own_name() {
+    let toml = Toml {
+        sprint: "retrospective = true",
+        ..Toml::default()
+    };
+    let script = retro(Script::new().straight(K1).straight(K2), 1, 0);
+    let p = sprint_project(toml, &script);
+    let gate = GitGate::new("epic(1): retrospective");
+    let mut cmd = command(&p, &["sprint", "--yolo", "--json", "--batch", "2"]);
+    gate.apply(&mut cmd);
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn baton");
+    // Killed after the retrospective moved to `done`, before its commit.
+    wait_for(&mut child, "the retrospective's commit", || {
+        gate.held().is_some()
+    });
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let held = gate.held().expect("held");
+    let _ = std::process::Command::new("kill")
+        .args(["-s", "KILL", &held.to_string()])
+        .status();
+    assert_eq!(statuses(&p)["epic-1-retrospective"], "done");
+
+    let (_, report, run) = sprint_json(&p, &["--yolo", "--stories", K2], 0);
+    assert_eq!(report["end"], "completed", "{}", run.describe());
+    let subjects = subjects(&p);
+    assert_eq!(
+        subjects.last().map(String::as_str),
+        Some("epic(1): retrospective"),
+        "{subjects:?}"
+    );
+    assert!(
+        !subjects.iter().any(|s| s.contains("interrupted run")),
+        "{subjects:?}"
+    );
+    let first = git(
+        p.root(),
+        &[
+            "log",
+            "--format=%s",
+            "--diff-filter=A",
+            "--",
+            &format!("{STORIES}/epic-1-retro.md"),
+        ],
+    );
+    assert_eq!(first.trim(), "epic(1): retrospective");
+    assert_eq!(dirty(&p), Vec::<String>::new());
+}
+
+#[test]
+fn ctrl_c_during_a_stage_commit_lets_the_commit_finish() {
+    use std::os::unix::process::CommandExt;
+    let p = sprint_project(Toml::default(), &Script::new().straight(K1));
+    let dev = format!("story({}): dev", short(K1));
+    let gate = GitGate::new(&dev);
+    let mut cmd = command(&p, &["sprint", "--yolo", "--json", "--stories", K1]);
+    gate.apply(&mut cmd);
+    // baton leads its process group, as a shell's foreground job does.
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().expect("spawn baton");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    wait_for(&mut child, "the dev stage's commit", || {
+        gate.held().is_some()
+    });
+    // The terminal's Ctrl-C reaches the whole foreground group while git is committing.
+    interrupt_group(child.id());
+    gate.release();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            started.elapsed() < HANG_GUARD,
+            "Ctrl-C did not stop the run"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (stdout, stderr) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    let describe = format!("exit {status}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+    assert_eq!(status.code(), Some(1), "{describe}");
+    assert!(!stdout.contains("commit_failed"), "{describe}");
+    assert!(
+        subjects(&p).contains(&dev),
+        "the commit in flight was lost: {:?}\n{describe}",
+        subjects(&p)
+    );
+    let report = stdout.lines().last().unwrap_or_default();
+    assert!(report.contains("\"cancelled\""), "{describe}");
+}
+
+/// Waits while `child` runs until a transcript of the run records an agent's outcome.
+fn wait_for_an_outcome(p: &Project, child: &mut Child) {
+    let runs = p.root().join(".baton/runs");
+    let seen = || {
+        std::fs::read_dir(&runs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|run| {
+                std::fs::read_dir(run.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|t| {
+                        std::fs::read_to_string(t.path())
+                            .is_ok_and(|text| text.contains("\"kind\":\"outcome\""))
+                    })
+            })
+    };
+    let started = Instant::now();
+    while !seen() {
+        if child.try_wait().expect("try_wait").is_some() {
+            return;
+        }
+        assert!(
+            started.elapsed() < HANG_GUARD,
+            "never saw an agent's outcome"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A sprint of one story whose scrum master writes the story file, then thinks for a long
+/// time before its final answer.
+fn slow_story() -> Project {
+    let mut stalling = Script::new().straight(K1);
+    let last = stalling
+        .turns
+        .iter_mut()
+        .find(|t| {
+            t["agent"] == "scrum-master"
+                && t["text"].as_str().is_some_and(|s| s.contains("is written"))
+        })
+        .expect("the final create turn");
+    last["delay_ms"] = json!(20_000);
+    sprint_project(Toml::default(), &stalling)
+}
+
+#[test]
+fn ctrl_c_while_the_output_is_not_read_still_stops_the_run() {
+    let p = slow_story();
+    // A reader that has stopped reading (a pager, a full pipe): every line baton prints now
+    // waits, and the render loop with it.
+    let (reader, mut writer) = std::io::pipe().expect("pipe");
+    std::io::Write::write_all(&mut writer, &[b'\n'; 65536]).expect("fill the pipe");
+    let mut cmd = command(&p, &["sprint", "--yolo", "--json", "--stories", K1]);
+    cmd.stdout(writer).stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn baton");
+    drop(cmd);
+    let story = p.root().join(format!("{STORIES}/{K1}.md"));
+    wait_for(&mut child, "K1's story file", || story.is_file());
+    let ok = std::process::Command::new("kill")
+        .args(["-s", "INT", &child.id().to_string()])
+        .status()
+        .expect("kill(1)")
+        .success();
+    assert!(ok);
+    // The scrum master's run ends (cancelled, or at the end of its long think when the signal
+    // was lost) while nobody reads.
+    wait_for_an_outcome(&p, &mut child);
+    let out = std::thread::spawn(move || {
+        let mut reader = reader;
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut reader, &mut s);
+        s
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(started.elapsed() < HANG_GUARD, "the run never ended");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stdout = out.join().unwrap_or_default();
+    assert_eq!(status.code(), Some(1), "exit {status}\n{stdout}");
+    let report = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    assert!(report.contains("\"end\":\"cancelled\""), "{report}");
+    assert_eq!(statuses(&p)[K1], "backlog");
+}
+
+#[test]
+fn sigterm_stops_a_sprint_like_ctrl_c() {
+    let p = slow_story();
+    let mut cmd = command(&p, &["sprint", "--yolo", "--json", "--stories", K1]);
+    let (mut child, out, err) = {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn baton");
+        let mut o = child.stdout.take().expect("stdout");
+        let mut e = child.stderr.take().expect("stderr");
+        let out = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut o, &mut s);
+            s
+        });
+        let err = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut e, &mut s);
+            s
+        });
+        (child, out, err)
+    };
+    let story = p.root().join(format!("{STORIES}/{K1}.md"));
+    wait_for(&mut child, "K1's story file", || story.is_file());
+    let ok = std::process::Command::new("kill")
+        .args(["-s", "TERM", &child.id().to_string()])
+        .status()
+        .expect("kill(1)")
+        .success();
+    assert!(ok);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            started.elapsed() < HANG_GUARD,
+            "SIGTERM did not stop the run"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (stdout, stderr) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    let describe = format!("exit {status}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}");
+    assert_eq!(status.code(), Some(1), "{describe}");
+    let report = stdout.lines().last().unwrap_or_default();
+    assert!(report.contains("\"end\":\"cancelled\""), "{describe}");
+    // The journal holds the run as cancelled: the next run is not told of an interrupted one.
+    let (events, report, run) = sprint_json(&p, &["--yolo", "--allow-dirty", "--stories", K1], 0);
+    assert_eq!(report["end"], "completed", "{}", run.describe());
+    assert!(
+        !events.iter().any(|e| e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("was interrupted"))),
+        "{}",
+        run.describe()
+    );
+}
+
+/// A sprint whose developer is a stand-in for Claude Code (outside the project, in `bin`): it
+/// records its pid, starts a grandchild in its group that records its own, and works forever;
+/// once `bin/quick` exists it fails at once instead.
+fn cli_developer_project(bin: &std::path::Path) -> Project {
+    let program = bin.join("fake-claude");
+    let script = format!(
+        "#!/bin/sh\nif [ -e '{bin}/quick' ]; then exit 1; fi\necho $$ > '{bin}/cli.pid'\nsleep 600 &\necho $! > '{bin}/grandchild.pid.tmp' && mv '{bin}/grandchild.pid.tmp' '{bin}/grandchild.pid'\nwhile true; do sleep 1; done\n",
+        bin = bin.display()
+    );
+    std::fs::write(&program, script).expect("stand-in");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let tail = format!(
+        "[agents.roles]\ndeveloper = \"claude-code/x\"\n\n[cli.claude-code]\nprogram = {:?}\napi_key_env = \"PATH\"\nmax_retries = 0\n",
+        program.display().to_string()
+    );
+    let p = sprint_project(
+        Toml {
+            tail: &tail,
+            ..Toml::default()
+        },
+        &Script::new().create(K1),
+    );
+    baton(&p, &["trust"]).expect_code(0);
+    p
+}
+
+fn pid_in(path: &std::path::Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Waits (under the hang guard) until `pid` is gone.
+fn wait_gone(pid: u32, what: &str) {
+    let started = Instant::now();
+    while !gone(pid) {
+        if started.elapsed() > HANG_GUARD {
+            // It leads its process group: end the whole group before failing.
+            let _ = std::process::Command::new("kill")
+                .args(["-s", "KILL", "--", &format!("-{pid}")])
+                .status();
+            panic!("{what} (pid {pid}) outlived baton");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_cli_worker_dies_with_a_killed_baton_and_a_resume_ends_what_it_left() {
+    let bin = tempfile::tempdir().expect("tempdir");
+    let p = cli_developer_project(bin.path());
+    let mut child = command(&p, &["sprint", "--yolo", "--json", "--stories", K1])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn baton");
+    let grandchild_file = bin.path().join("grandchild.pid");
+    wait_for(&mut child, "the CLI developer at work", || {
+        grandchild_file.exists()
+    });
+    let cli = pid_in(&bin.path().join("cli.pid")).expect("the CLI's pid");
+    let grandchild = pid_in(&grandchild_file).expect("the grandchild's pid");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    // The CLI itself dies with baton.
+    wait_gone(cli, "the CLI");
+    // Its grandchild, left in the CLI's process group, is ended by the next run before it
+    // starts its own work.
+    std::fs::write(bin.path().join("quick"), "").expect("quick");
+    let run = baton(&p, &["sprint", "--yolo", "--json", "--stories", K1]);
+    let ended = gone(grandchild);
+    if !ended {
+        let _ = std::process::Command::new("kill")
+            .args(["-s", "KILL", &grandchild.to_string()])
+            .status();
+    }
+    assert!(
+        ended,
+        "the killed run's worker still ran\n{}",
+        run.describe()
+    );
+    assert!(
+        run.stderr.contains("a killed run left running")
+            || run.stdout.contains("a killed run left running"),
+        "{}",
+        run.describe()
+    );
+    let records = p.root().join(".baton/cli/workers");
+    let left: Vec<_> = std::fs::read_dir(&records)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn sigterm_ends_a_cli_worker_with_the_run() {
+    let bin = tempfile::tempdir().expect("tempdir");
+    let p = cli_developer_project(bin.path());
+    let mut child = command(&p, &["sprint", "--yolo", "--json", "--stories", K1])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn baton");
+    let grandchild_file = bin.path().join("grandchild.pid");
+    wait_for(&mut child, "the CLI developer at work", || {
+        grandchild_file.exists()
+    });
+    let cli = pid_in(&bin.path().join("cli.pid")).expect("the CLI's pid");
+    let grandchild = pid_in(&grandchild_file).expect("the grandchild's pid");
+    let ok = std::process::Command::new("kill")
+        .args(["-s", "TERM", &child.id().to_string()])
+        .status()
+        .expect("kill(1)")
+        .success();
+    assert!(ok);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            started.elapsed() < HANG_GUARD,
+            "SIGTERM did not stop the run"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (cli_gone, grandchild_gone) = (gone(cli), gone(grandchild));
+    for pid in [cli, grandchild] {
+        let _ = std::process::Command::new("kill")
+            .args(["-s", "KILL", &pid.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+    assert_eq!(status.code(), Some(1), "exit {status}");
+    assert!(cli_gone && grandchild_gone, "the worker outlived the run");
+}

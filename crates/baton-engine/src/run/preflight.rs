@@ -12,6 +12,15 @@ use crate::error::EngineError;
 use baton_store::journal::{Journal, RunRecord};
 
 impl Run {
+    /// Ends the coding-agent CLIs a killed baton left working on the project (nothing may edit
+    /// the tree alongside this run); a notice for each.
+    pub async fn end_orphaned_workers(&self) -> Vec<String> {
+        match &self.setup.cli.state_dir {
+            Some(dir) => baton_agent::worker::cli::end_orphaned_workers(dir).await,
+            None => Vec::new(),
+        }
+    }
+
     /// Refuses a project that is not a git repository; `why` says what the workflow commits.
     pub async fn require_repo(&self, why: &str) -> Result<(), EngineError> {
         if self.workspace().git().is_repo().await {

@@ -104,7 +104,12 @@ pub async fn hold(run: &Arc<RunCtx>, epic: EpicId) -> Result<bool, EngineError> 
         baseline: false,
     })
     .await?;
-    run.commit(&key, format!("epic({epic}): retrospective"))
-        .await;
+    run.commit(&key, commit_message(epic)).await;
     Ok(true)
+}
+
+/// The commit of a held retrospective; a resume names the work of a run killed between the
+/// move to `done` and this commit the same way.
+pub fn commit_message(epic: EpicId) -> String {
+    format!("epic({epic}): retrospective")
 }

@@ -72,14 +72,15 @@ pub struct Team {
 impl Workflow for Team {
     type Report = Result<TeamReport, SetupError>;
 
-    /// Every agent is checked before any runs, so a typo fails fast.
+    /// Every agent is checked before any runs, so a typo fails fast; CLIs a killed baton left
+    /// running are ended.
     async fn preflight(&self, run: &Arc<Run>) -> Result<Vec<String>, EngineError> {
         for name in self.names() {
             run.setup
                 .worker_with(&name, None)
                 .map_err(|e| EngineError::Preflight(e.to_string()))?;
         }
-        Ok(Vec::new())
+        Ok(run.end_orphaned_workers().await)
     }
 
     /// Journals the run, dispatches, and journals how it ended.

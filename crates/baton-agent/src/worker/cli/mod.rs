@@ -10,7 +10,10 @@
 //! [`codex`], [`pi`]) into turns, tool activity, usage and a verdict. Bounds: the agent's
 //! timeout, a stall timeout (no progress event for a while), max turns counted from the events,
 //! the run's budget checked on every usage update, and cancellation; a breach sends SIGTERM to
-//! the group, then SIGKILL after a grace period, and keeps what was streamed so far. Changed
+//! the group, then SIGKILL after a grace period, and keeps what was streamed so far. The CLI
+//! dies with baton (a parent-death signal) and its group is recorded under the state directory
+//! while it runs, so a later run ends what a killed baton left ([`end_orphaned_workers`],
+//! `crate::process`). Changed
 //! files come from the workspace's git, never from the CLI's claims; cost is the CLI's own
 //! where it is meaningful, else baton's price table (the transcript says which).
 
@@ -22,7 +25,7 @@ pub mod stream;
 
 use super::{BoxFuture, Job, Worker};
 use crate::outcome::{Outcome, Status, halt_reason};
-use crate::process::GroupKiller;
+use crate::process::{GroupKiller, GroupRecord};
 use crate::runner::{AgentEvent, Budget, CallFn, CallRecord, EventFn, Mode};
 use crate::transcript::Transcript;
 use crate::workspace::Workspace;
@@ -394,6 +397,35 @@ pub enum CostSource {
     Unpriced,
 }
 
+/// Where the live CLI workers' process groups are recorded, under the CLIs' state directory
+/// (`.baton/cli/workers/`).
+pub fn workers_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("workers")
+}
+
+/// Ends the CLI workers a killed baton left running on the project whose CLI state directory is
+/// `state_dir` (SIGTERM to each recorded group, SIGKILL after a grace period); call it before a
+/// run starts. Workers of a baton that still runs are left alone. Returns a notice per group.
+pub async fn end_orphaned_workers(state_dir: &Path) -> Vec<String> {
+    let grace = CliSettings::default().grace;
+    crate::process::end_orphaned_groups(&workers_dir(state_dir), grace)
+        .await
+        .into_iter()
+        .map(|pgid| {
+            format!("ended a coding-agent CLI (process group {pgid}) a killed run left running")
+        })
+        .collect()
+}
+
+/// Whether `program` can be started from `root`: a bare name found on PATH, or a path (relative
+/// ones from `root`, where the CLI runs).
+fn program_exists(program: &Path, root: &Path) -> bool {
+    if program.components().count() == 1 && !program.is_absolute() {
+        return program.to_str().is_some_and(|n| find_on_path(n).is_some());
+    }
+    root.join(program).is_file()
+}
+
 /// The raw stream file beside transcript `t` (`dev-1.jsonl` → `dev-1.stream.jsonl`).
 pub fn stream_path(transcript: &Path) -> PathBuf {
     transcript.with_extension("stream.jsonl")
@@ -607,7 +639,24 @@ impl CliWorker {
             .path()
             .and_then(|p| std::fs::File::create(stream_path(p)).ok());
 
-        let mut cmd = tokio::process::Command::new(&self.program);
+        // Through `setpriv --pdeathsig KILL` where it is available, so the CLI dies with baton
+        // (crate::process explains the choice).
+        let wrapper = crate::process::parent_death_wrapper();
+        if wrapper.is_some() && !program_exists(&self.program, self.workspace.root()) {
+            return Err(fail(format!(
+                "cannot start {} (`{}`): not found",
+                self.backend.cli,
+                self.program.display()
+            )));
+        }
+        let mut cmd = match wrapper {
+            Some(setpriv) => {
+                let mut cmd = tokio::process::Command::new(setpriv);
+                cmd.args(["--pdeathsig", "KILL", "--"]).arg(&self.program);
+                cmd
+            }
+            None => tokio::process::Command::new(&self.program),
+        };
         cmd.args(&inv.args)
             .current_dir(self.workspace.root())
             .env_clear()
@@ -633,6 +682,9 @@ impl CliWorker {
                 self.program.display()
             ))
         })?;
+        // Recorded while it runs, so a run after a killed baton ends what it left (declared
+        // before the killer: on an early drop the group is killed first, then unrecorded).
+        let record = GroupRecord::create(&workers_dir(&self.state_dir), child.id());
         let mut killer = GroupKiller::new(child.id());
         let stderr_tail = Arc::new(Mutex::new(Vec::<u8>::new()));
         let stderr_task = child.stderr.take().map(|mut err| {
@@ -800,6 +852,7 @@ impl CliWorker {
         // Whatever the CLI left running in its group goes with it, and so does its home (its
         // sessions, caches and state databases; what matters is in the transcript).
         killer.kill();
+        drop(record);
         let _ = std::fs::remove_dir_all(&home);
         if let Some(task) = stderr_task {
             let _ = tokio::time::timeout(Duration::from_secs(2), task).await;

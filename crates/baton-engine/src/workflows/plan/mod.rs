@@ -222,9 +222,10 @@ pub struct Planning {
 impl Workflow for Planning {
     type Report = Result<PlanRun, PlanError>;
 
-    /// Planning needs no repository and keeps no uncommitted work of its own.
-    async fn preflight(&self, _run: &Arc<Run>) -> Result<Vec<String>, EngineError> {
-        Ok(Vec::new())
+    /// Planning needs no repository and keeps no uncommitted work of its own; CLIs a killed
+    /// baton left running are ended.
+    async fn preflight(&self, run: &Arc<Run>) -> Result<Vec<String>, EngineError> {
+        Ok(run.end_orphaned_workers().await)
     }
 
     /// Journals the run, runs the pipeline until it pauses, blocks, fails or is done, and
@@ -238,6 +239,7 @@ impl Workflow for Planning {
         }
         let result = pipeline(&run, &self.opts, &self.state).await;
         let (status, reason) = match &result {
+            _ if run.cancelled() => ("cancelled", "interrupted".to_owned()),
             Ok(r) => match &r.end {
                 PlanEnd::Done => ("completed", String::new()),
                 PlanEnd::Paused { next } => ("paused", format!("before {next}")),

@@ -108,6 +108,21 @@ impl Workflow for Sdd {
     /// Refuses a project that is not a repository, and a dirty tree unless asked; the work a
     /// killed run left uncommitted is committed (its step runs again).
     async fn preflight(&self, run: &Arc<Run>) -> Result<Vec<String>, EngineError> {
+        let mut notices = run.end_orphaned_workers().await;
+        notices.extend(self.check_tree(run).await?);
+        Ok(notices)
+    }
+
+    /// Runs the plan's tasks in order until every one is complete, one waits for a human, or
+    /// the run stops.
+    async fn run(self, run: Arc<Run>) -> SddReport {
+        self.work(run).await
+    }
+}
+
+impl Sdd {
+    /// The repository and the dirty tree.
+    async fn check_tree(&self, run: &Arc<Run>) -> Result<Vec<String>, EngineError> {
         run.require_repo("`baton sdd` commits each task's work (run `git init` and commit first)")
             .await?;
         // baton's own files and the plan itself never make the tree dirty for a run.
@@ -137,9 +152,7 @@ impl Workflow for Sdd {
         )))
     }
 
-    /// Runs the plan's tasks in order until every one is complete, one waits for a human, or
-    /// the run stops.
-    async fn run(self, run: Arc<Run>) -> SddReport {
+    async fn work(&self, run: Arc<Run>) -> SddReport {
         let mut report = SddReport {
             run_id: run.id.clone(),
             plan: self.settings.plan.clone(),
@@ -179,9 +192,7 @@ impl Workflow for Sdd {
         let _ = run.end(report.end.as_str(), &report.reason);
         report
     }
-}
 
-impl Sdd {
     fn task<'a>(&'a self, run: &'a Arc<Run>, task: &'a PlanTask, position: usize) -> TaskCtx<'a> {
         TaskCtx {
             run,

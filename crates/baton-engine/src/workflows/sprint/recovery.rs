@@ -1,12 +1,13 @@
 //! Before a run: is the project fit for one, and what did a killed run leave behind?
 //!
-//! Preflight refuses a project that is not a git repository and a dirty tree (unless asked, or
-//! unless the dirt is what an interrupted run left, which is kept). Recovery then sweeps temp
+//! Preflight ends the coding-agent CLIs a killed run left running, then refuses a project that
+//! is not a git repository and a dirty tree (unless asked, or unless the dirt is what an
+//! interrupted run left, which is kept). Recovery then sweeps temp
 //! files of killed writers and decides who owns a killed run's uncommitted work: the stage whose
 //! result was journaled but not yet carried out (it is committed with that stage when the story
 //! resumes), the step that was cut off (it runs again and commits its work), or the stage whose
 //! status change was made but whose commit the kill prevented (committed now, under that stage's
-//! name).
+//! name: a story's stage, or an epic's retrospective).
 
 use crate::ctx::RunCtx;
 use crate::error::EngineError;
@@ -61,10 +62,18 @@ impl OwnedFiles {
     }
 }
 
-/// Checks the project can run a sprint; returns notices for the user. Uncommitted changes to
-/// baton's own files ([`OwnedFiles`]) do not block a run: when they are the only ones, they are
-/// committed first as `baton: …`.
+/// Checks the project can run a sprint; returns notices for the user. First ends the
+/// coding-agent CLIs a killed run left working on the project (nothing may edit the tree
+/// alongside this run). Uncommitted changes to baton's own files ([`OwnedFiles`]) do not block a
+/// run: when they are the only ones, they are committed first as `baton: …`.
 pub async fn preflight(run: &RunCtx) -> Result<Vec<String>, EngineError> {
+    let mut notices = run.end_orphaned_workers().await;
+    notices.extend(check_tree(run).await?);
+    Ok(notices)
+}
+
+/// The repository, the sprint file and the dirty tree.
+async fn check_tree(run: &RunCtx) -> Result<Vec<String>, EngineError> {
     let ws = run.workspace();
     let root = &run.settings.root;
     if !ws.git().is_repo().await {
@@ -190,16 +199,27 @@ fn owned_by_a_step(run: &RunCtx, run_id: &str) -> Result<bool, EngineError> {
     Ok(matches!(decide(&facts), Decision::Move(m) if m.commit.is_some()))
 }
 
-/// The stage commit a killed run owed: named after its last transition, unless HEAD already is
-/// that commit.
+/// The stage commit a killed run owed: named after its last transition (a story's stage, or a
+/// retrospective moved to `done`), unless HEAD already is that commit.
 async fn recovered_stage(run: &RunCtx, run_id: &str) -> Result<Option<String>, EngineError> {
     let events = run.with_ledger(|l| Ok(l.journal().events(&EventFilter::default())?))?;
     let Some(last) = events.iter().rev().find(|e| {
         e.run_id.as_deref() == Some(run_id)
-            && matches!(baton_core::key::classify(&e.key), KeyKind::Story { .. })
+            && matches!(
+                baton_core::key::classify(&e.key),
+                KeyKind::Story { .. } | KeyKind::Retrospective { .. }
+            )
     }) else {
         return Ok(None);
     };
+    if let KeyKind::Retrospective { epic } = baton_core::key::classify(&last.key) {
+        if last.to != "done" {
+            return Ok(None);
+        }
+        let message = crate::stages::retro::commit_message(epic);
+        let head = run.workspace().git().head_subject().await;
+        return Ok((head.as_deref() != Some(message.as_str())).then_some(message));
+    }
     let facts = run.facts(&last.key)?;
     let used = facts.rounds_used();
     let what = match (last.from.as_deref().unwrap_or_default(), last.to.as_str()) {
