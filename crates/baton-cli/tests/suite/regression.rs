@@ -851,3 +851,73 @@ fn sigterm_ends_a_cli_worker_with_the_run() {
     assert_eq!(status.code(), Some(1), "exit {status}");
     assert!(cli_gone && grandchild_gone, "the worker outlived the run");
 }
+
+#[test]
+fn sigterm_stops_an_sdd_run_like_ctrl_c() {
+    let p = Project::empty();
+    p.write(
+        "PLAN.md",
+        "# Plan\n\n```baton-tasks\n- id: 1\n  title: Add the calculator\n  files: [calc.py]\n```\n",
+    );
+    p.write(".baton/.gitignore", "*\n");
+    p.write("baton.toml", "[commands]\nallow = [\"true\"]\n");
+    // The implementer writes a file, then thinks for a long time.
+    let script = Script::new()
+        .turn(
+            "implementer",
+            &re("Implement task 1 of the plan `PLAN.md`"),
+            "Starting.",
+            vec![call(
+                "write_file",
+                json!({ "path": "calc.py", "content": "def add(a, b): return a + b\n" }),
+            )],
+        )
+        .raw(json!({
+            "agent": "implementer",
+            "repeat": true,
+            "match": re("to `calc.py`"),
+            "text": "Done.",
+            "delay_ms": 20_000,
+        }));
+    script.install(&p);
+    super::sprint::git_init(&p);
+    let mut child = command(
+        &p,
+        &[
+            "sdd", "PLAN.md", "--json", "--model", "script/t", "--no-tdd",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("spawn baton");
+    let mut o = child.stdout.take().expect("stdout");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut o, &mut s);
+        s
+    });
+    let written = p.root().join("calc.py");
+    wait_for(&mut child, "the implementer's write", || written.is_file());
+    let ok = std::process::Command::new("kill")
+        .args(["-s", "TERM", &child.id().to_string()])
+        .status()
+        .expect("kill(1)")
+        .success();
+    assert!(ok);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            started.elapsed() < HANG_GUARD,
+            "SIGTERM did not stop the run"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let stdout = out.join().unwrap_or_default();
+    assert_eq!(status.code(), Some(1), "exit {status}\n{stdout}");
+    let report = stdout.lines().last().unwrap_or_default();
+    assert!(report.contains("\"end\":\"cancelled\""), "{stdout}");
+}
