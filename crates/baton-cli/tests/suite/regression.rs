@@ -23,6 +23,37 @@ fn wait_for(child: &mut Child, what: &str, done: impl Fn() -> bool) {
     }
 }
 
+/// Reads `r` to its end on a thread of its own, so a child never blocks on a full pipe.
+fn drain(mut r: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = r.read_to_string(&mut s);
+        s
+    })
+}
+
+/// Waits for `child` to exit; fails with `what` after the hang guard.
+fn wait_exit(child: &mut Child, what: &str) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            return st;
+        }
+        assert!(started.elapsed() < HANG_GUARD, "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Sends signal `name` (`INT`, `TERM`) to process `pid` with `kill(1)`.
+fn signal(pid: u32, name: &str) {
+    let ok = std::process::Command::new("kill")
+        .args(["-s", name, &pid.to_string()])
+        .status()
+        .expect("kill(1)")
+        .success();
+    assert!(ok, "kill -s {name} {pid}");
+}
+
 fn sprint_text(p: &Project) -> String {
     std::fs::read_to_string(p.sprint_path()).unwrap_or_default()
 }
@@ -510,35 +541,17 @@ fn ctrl_c_during_a_stage_commit_lets_the_commit_finish() {
         .stderr(Stdio::piped())
         .process_group(0);
     let mut child = cmd.spawn().expect("spawn baton");
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut out, &mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut err, &mut s);
-        s
-    });
+    let out = child.stdout.take().expect("stdout");
+    let err = child.stderr.take().expect("stderr");
+    let out = drain(out);
+    let err = drain(err);
     wait_for(&mut child, "the dev stage's commit", || {
         gate.held().is_some()
     });
     // The terminal's Ctrl-C reaches the whole foreground group while git is committing.
     interrupt_group(child.id());
     gate.release();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        assert!(
-            started.elapsed() < HANG_GUARD,
-            "Ctrl-C did not stop the run"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = wait_exit(&mut child, "Ctrl-C did not stop the run");
     let (stdout, stderr) = (
         out.join().unwrap_or_default(),
         err.join().unwrap_or_default(),
@@ -616,29 +629,12 @@ fn ctrl_c_while_the_output_is_not_read_still_stops_the_run() {
     drop(cmd);
     let story = p.root().join(format!("{STORIES}/{K1}.md"));
     wait_for(&mut child, "K1's story file", || story.is_file());
-    let ok = std::process::Command::new("kill")
-        .args(["-s", "INT", &child.id().to_string()])
-        .status()
-        .expect("kill(1)")
-        .success();
-    assert!(ok);
+    signal(child.id(), "INT");
     // The scrum master's run ends (cancelled, or at the end of its long think when the signal
     // was lost) while nobody reads.
     wait_for_an_outcome(&p, &mut child);
-    let out = std::thread::spawn(move || {
-        let mut reader = reader;
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut reader, &mut s);
-        s
-    });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        assert!(started.elapsed() < HANG_GUARD, "the run never ended");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let out = drain(reader);
+    let status = wait_exit(&mut child, "the run never ended");
     let stdout = out.join().unwrap_or_default();
     assert_eq!(status.code(), Some(1), "exit {status}\n{stdout}");
     let report = stdout
@@ -660,39 +656,16 @@ fn sigterm_stops_a_sprint_like_ctrl_c() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn baton");
-        let mut o = child.stdout.take().expect("stdout");
-        let mut e = child.stderr.take().expect("stderr");
-        let out = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = std::io::Read::read_to_string(&mut o, &mut s);
-            s
-        });
-        let err = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = std::io::Read::read_to_string(&mut e, &mut s);
-            s
-        });
+        let o = child.stdout.take().expect("stdout");
+        let e = child.stderr.take().expect("stderr");
+        let out = drain(o);
+        let err = drain(e);
         (child, out, err)
     };
     let story = p.root().join(format!("{STORIES}/{K1}.md"));
     wait_for(&mut child, "K1's story file", || story.is_file());
-    let ok = std::process::Command::new("kill")
-        .args(["-s", "TERM", &child.id().to_string()])
-        .status()
-        .expect("kill(1)")
-        .success();
-    assert!(ok);
-    let started = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        assert!(
-            started.elapsed() < HANG_GUARD,
-            "SIGTERM did not stop the run"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    signal(child.id(), "TERM");
+    let status = wait_exit(&mut child, "SIGTERM did not stop the run");
     let (stdout, stderr) = (
         out.join().unwrap_or_default(),
         err.join().unwrap_or_default(),
@@ -759,21 +732,28 @@ fn wait_gone(pid: u32, what: &str) {
     }
 }
 
-#[test]
-fn a_cli_worker_dies_with_a_killed_baton_and_a_resume_ends_what_it_left() {
-    let bin = tempfile::tempdir().expect("tempdir");
-    let p = cli_developer_project(bin.path());
+/// A sprint started with the stand-in CLI developer ([`cli_developer_project`], in `bin`), once
+/// the CLI and its grandchild are at work: the project, baton, and the two pids.
+fn cli_developer_at_work(bin: &std::path::Path) -> (Project, Child, u32, u32) {
+    let p = cli_developer_project(bin);
     let mut child = command(&p, &["sprint", "--yolo", "--json", "--stories", K1])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn baton");
-    let grandchild_file = bin.path().join("grandchild.pid");
+    let grandchild_file = bin.join("grandchild.pid");
     wait_for(&mut child, "the CLI developer at work", || {
         grandchild_file.exists()
     });
-    let cli = pid_in(&bin.path().join("cli.pid")).expect("the CLI's pid");
+    let cli = pid_in(&bin.join("cli.pid")).expect("the CLI's pid");
     let grandchild = pid_in(&grandchild_file).expect("the grandchild's pid");
+    (p, child, cli, grandchild)
+}
+
+#[test]
+fn a_cli_worker_dies_with_a_killed_baton_and_a_resume_ends_what_it_left() {
+    let bin = tempfile::tempdir().expect("tempdir");
+    let (p, mut child, cli, grandchild) = cli_developer_at_work(bin.path());
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
     // The CLI itself dies with baton.
@@ -812,35 +792,9 @@ fn a_cli_worker_dies_with_a_killed_baton_and_a_resume_ends_what_it_left() {
 #[test]
 fn sigterm_ends_a_cli_worker_with_the_run() {
     let bin = tempfile::tempdir().expect("tempdir");
-    let p = cli_developer_project(bin.path());
-    let mut child = command(&p, &["sprint", "--yolo", "--json", "--stories", K1])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn baton");
-    let grandchild_file = bin.path().join("grandchild.pid");
-    wait_for(&mut child, "the CLI developer at work", || {
-        grandchild_file.exists()
-    });
-    let cli = pid_in(&bin.path().join("cli.pid")).expect("the CLI's pid");
-    let grandchild = pid_in(&grandchild_file).expect("the grandchild's pid");
-    let ok = std::process::Command::new("kill")
-        .args(["-s", "TERM", &child.id().to_string()])
-        .status()
-        .expect("kill(1)")
-        .success();
-    assert!(ok);
-    let started = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        assert!(
-            started.elapsed() < HANG_GUARD,
-            "SIGTERM did not stop the run"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let (_p, mut child, cli, grandchild) = cli_developer_at_work(bin.path());
+    signal(child.id(), "TERM");
+    let status = wait_exit(&mut child, "SIGTERM did not stop the run");
     let (cli_gone, grandchild_gone) = (gone(cli), gone(grandchild));
     for pid in [cli, grandchild] {
         let _ = std::process::Command::new("kill")
@@ -891,31 +845,12 @@ fn sigterm_stops_an_sdd_run_like_ctrl_c() {
     .stderr(Stdio::null())
     .spawn()
     .expect("spawn baton");
-    let mut o = child.stdout.take().expect("stdout");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut o, &mut s);
-        s
-    });
+    let o = child.stdout.take().expect("stdout");
+    let out = drain(o);
     let written = p.root().join("calc.py");
     wait_for(&mut child, "the implementer's write", || written.is_file());
-    let ok = std::process::Command::new("kill")
-        .args(["-s", "TERM", &child.id().to_string()])
-        .status()
-        .expect("kill(1)")
-        .success();
-    assert!(ok);
-    let started = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("try_wait") {
-            break st;
-        }
-        assert!(
-            started.elapsed() < HANG_GUARD,
-            "SIGTERM did not stop the run"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    signal(child.id(), "TERM");
+    let status = wait_exit(&mut child, "SIGTERM did not stop the run");
     let stdout = out.join().unwrap_or_default();
     assert_eq!(status.code(), Some(1), "exit {status}\n{stdout}");
     let report = stdout.lines().last().unwrap_or_default();
