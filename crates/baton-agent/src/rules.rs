@@ -12,7 +12,7 @@
 
 use crate::guard::ContextSource;
 use baton_store::frontmatter::Document;
-use baton_store::journal::{NewGuardRecord, SqliteJournal};
+use baton_store::journal::{GuardState, NewGuardRecord};
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -214,7 +214,7 @@ pub fn merge(layers: Vec<Vec<Rule>>) -> Vec<Rule> {
 pub struct ContextRules {
     rules: Vec<Rule>,
     fired: Mutex<HashMap<String, u32>>,
-    journal: Option<(Arc<Mutex<SqliteJournal>>, String)>,
+    journal: Option<(Arc<Mutex<dyn GuardState + Send>>, String)>,
     agent: String,
 }
 
@@ -223,7 +223,7 @@ impl ContextRules {
     pub fn new(
         rules: Vec<Rule>,
         agent: &str,
-        journal: Option<(Arc<Mutex<SqliteJournal>>, String)>,
+        journal: Option<(Arc<Mutex<dyn GuardState + Send>>, String)>,
     ) -> ContextRules {
         ContextRules {
             rules,

@@ -6,7 +6,7 @@
 
 use crate::config::{self, Config};
 use anyhow::{Context, Result};
-use baton_store::journal::SqliteJournal;
+use baton_store::journal::{BoxedStore, SqliteJournal};
 use baton_store::ledger::{Ledger, LedgerOptions};
 use baton_store::locate::{self, Layout};
 use std::path::{Path, PathBuf};
@@ -87,7 +87,7 @@ pub fn journal(cfg: &Config) -> Result<SqliteJournal> {
 }
 
 /// Opens the ledger (sprint file + journal), reconciling anything left pending.
-pub fn ledger(cfg: &Config) -> Result<Ledger<SqliteJournal>> {
+pub fn ledger(cfg: &Config) -> Result<Ledger<BoxedStore>> {
     require_sprint(cfg)?;
     require_bmad_sprint(cfg)?;
     let journal = journal(cfg)?;
@@ -97,5 +97,6 @@ pub fn ledger(cfg: &Config) -> Result<Ledger<SqliteJournal>> {
         write_extended: cfg.write_extended_statuses,
         auto_epic_done: cfg.auto_epic_done,
     };
+    let journal: BoxedStore = Box::new(journal);
     Ok(Ledger::open(&cfg.sprint_status, journal, opts)?)
 }

@@ -56,7 +56,7 @@ use baton_engine::setup::Setup;
 use baton_engine::sprint::{RunEnd, SprintEngine, SprintSettings};
 use baton_engine::sprint_tools::{self, SharedLedger};
 use baton_engine::workflow::Workflow;
-use baton_store::journal::{CostEntry, Journal, SqliteJournal};
+use baton_store::journal::{BoxedStore, CostEntry, Journal, SqliteJournal};
 use baton_store::ledger::{Ledger, LedgerOptions, Now};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -645,7 +645,7 @@ fn child(variant: &str) {
     let run_id = format!("sprint-loop-bench-{}", std::process::id());
 
     // The wiring of `baton sprint` (crates/baton-cli/src/commands/{sprint,team}.rs).
-    let journal = SqliteJournal::open(&state.join("baton.db")).unwrap();
+    let journal: BoxedStore = Box::new(SqliteJournal::open(&state.join("baton.db")).unwrap());
     let ledger = Ledger::open(
         &stories_dir.join("sprint-status.yaml"),
         journal,

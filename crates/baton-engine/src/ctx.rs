@@ -23,7 +23,7 @@ use baton_core::status::{Status, StatusValue};
 use baton_core::story::{
     Escalate, Move, Rules, StagePlan, StepDetail, StepFact, StepOutcome, StoryFacts,
 };
-use baton_store::journal::{EscalationLog, EventFilter, Journal, SqliteJournal, StepRecord};
+use baton_store::journal::{BoxedStore, EscalationLog, EventFilter, Journal, StepRecord};
 use baton_store::ledger::{Ledger, Request};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,7 +57,7 @@ impl RunCtx {
     /// Runs `f` on the ledger.
     pub fn with_ledger<T>(
         &self,
-        f: impl FnOnce(&mut Ledger<SqliteJournal>) -> Result<T, EngineError>,
+        f: impl FnOnce(&mut Ledger<BoxedStore>) -> Result<T, EngineError>,
     ) -> Result<T, EngineError> {
         let mut guard = self
             .ledger

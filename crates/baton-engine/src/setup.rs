@@ -19,7 +19,7 @@ use baton_agent::workspace::Workspace;
 use baton_llm::pricing::{self, Price};
 use baton_llm::registry::{self, ProviderConfig};
 use baton_llm::{LlmError, ModelClient, ModelSpec};
-use baton_store::journal::SqliteJournal;
+use baton_store::journal::GuardState;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -125,7 +125,7 @@ pub struct Setup {
     /// Context rules for every agent run (empty: none).
     pub rules: Vec<Rule>,
     /// Where rule firings are journaled, and under which scope.
-    pub rules_journal: Option<(Arc<Mutex<SqliteJournal>>, String)>,
+    pub rules_journal: Option<(Arc<Mutex<dyn GuardState + Send>>, String)>,
     /// How coding-agent CLIs are run (`claude-code/…`, `codex/…`, `pi/…` models).
     pub cli: CliConfig,
     /// Models by role (`[agents.roles]`): they win over [`Setup::model_override`] and over an

@@ -10,7 +10,7 @@ use baton_core::next::next_action;
 use baton_core::status::Status;
 use baton_core::validate::{Options, validate};
 use baton_llm::ToolSpec;
-use baton_store::journal::SqliteJournal;
+use baton_store::journal::BoxedStore;
 use baton_store::ledger::{Ledger, Now, Request};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 /// The shared ledger; `Err` holds why there is none (no sprint file yet), which the tools return
 /// to the model.
-pub type SharedLedger = Arc<Mutex<Result<Ledger<SqliteJournal>, NoSprint>>>;
+pub type SharedLedger = Arc<Mutex<Result<Ledger<BoxedStore>, NoSprint>>>;
 
 /// Why a run has no sprint ledger (`baton sdd` and `baton plan` work without the sprint file).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -21,7 +21,7 @@ pub mod shell;
 use crate::guard::{Inspected, ToolInspector, Verdict};
 use crate::sandbox::Access;
 use crate::tools::ToolResult;
-use baton_store::journal::{NewGuardRecord, SqliteJournal};
+use baton_store::journal::{GuardState, NewGuardRecord};
 use map::{BadGlob, Class, Lang, Mapper, Override};
 use serde::{Deserialize, Serialize};
 use shell::Cmd;
@@ -205,7 +205,7 @@ pub struct TddCore {
     settings: TddSettings,
     mapper: Mapper,
     root: PathBuf,
-    journal: Arc<Mutex<SqliteJournal>>,
+    journal: Arc<Mutex<dyn GuardState + Send>>,
     scope: String,
 }
 
@@ -218,7 +218,7 @@ impl TddCore {
     pub fn new(
         settings: TddSettings,
         root: &Path,
-        journal: Arc<Mutex<SqliteJournal>>,
+        journal: Arc<Mutex<dyn GuardState + Send>>,
         scope: &str,
     ) -> Result<TddCore, BadGlob> {
         let mapper = Mapper::new(&settings.exempt, &settings.overrides)?;

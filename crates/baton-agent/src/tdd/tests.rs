@@ -5,6 +5,7 @@ use super::*;
 use crate::guard::GuardChain;
 use crate::sandbox::Sandbox;
 use crate::tools::{CommandPolicy, ToolContext, Toolbox};
+use baton_store::journal::SqliteJournal;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

@@ -20,7 +20,7 @@ use crate::protocol::{Event, EventBody, Scope, UnitKey};
 use crate::setup::Setup;
 use crate::sprint_tools::SharedLedger;
 use baton_agent::workspace::Workspace;
-use baton_store::journal::{RunEvents, SqliteJournal};
+use baton_store::journal::{RunEvents, Store};
 pub use escalate::Answer;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -60,14 +60,14 @@ pub enum JournalHandle {
     /// The sprint ledger's journal.
     Ledger(SharedLedger),
     /// A journal of the run's own.
-    Own(Arc<Mutex<SqliteJournal>>),
+    Own(Arc<Mutex<dyn Store>>),
 }
 
 impl JournalHandle {
     /// Runs `f` on the journal.
     pub fn with<T>(
         &self,
-        f: impl FnOnce(&mut SqliteJournal) -> Result<T, EngineError>,
+        f: impl FnOnce(&mut dyn Store) -> Result<T, EngineError>,
     ) -> Result<T, EngineError> {
         match self {
             JournalHandle::Ledger(ledger) => {
@@ -75,7 +75,7 @@ impl JournalHandle {
                     .lock()
                     .map_err(|_| EngineError::NoLedger("the ledger lock is poisoned".into()))?;
                 match guard.as_mut() {
-                    Ok(l) => f(l.journal_mut()),
+                    Ok(l) => f(&mut **l.journal_mut()),
                     Err(why) => Err(EngineError::NoLedger(why.to_string())),
                 }
             }
@@ -83,7 +83,7 @@ impl JournalHandle {
                 let mut j = journal
                     .lock()
                     .map_err(|_| EngineError::NoLedger("the journal lock is poisoned".into()))?;
-                f(&mut j)
+                f(&mut *j)
             }
         }
     }
@@ -203,7 +203,7 @@ impl Run {
     /// Runs `f` on the journal.
     pub fn with_journal<T>(
         &self,
-        f: impl FnOnce(&mut SqliteJournal) -> Result<T, EngineError>,
+        f: impl FnOnce(&mut dyn Store) -> Result<T, EngineError>,
     ) -> Result<T, EngineError> {
         self.journal.with(f)
     }

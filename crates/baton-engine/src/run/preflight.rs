@@ -9,7 +9,7 @@
 
 use super::Run;
 use crate::error::EngineError;
-use baton_store::journal::{Journal, RunRecord};
+use baton_store::journal::RunRecord;
 
 impl Run {
     /// Ends the coding-agent CLIs a killed baton left working on the project (nothing may edit

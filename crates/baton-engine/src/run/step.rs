@@ -12,7 +12,7 @@ use crate::protocol::UnitKey;
 use baton_agent::outcome::{Outcome, Status as AgentStatus, Stop};
 use baton_agent::worker::Job;
 use baton_core::story::{AgentEscalation, StepOutcome};
-use baton_store::journal::{Journal, StepRecord};
+use baton_store::journal::StepRecord;
 use std::sync::Arc;
 
 /// How an agent that did not complete ended, as a step records it.

@@ -36,6 +36,7 @@ mod runs;
 mod sdd;
 mod sqlite;
 mod status;
+mod store;
 
 pub use costs::{CostEntry, CostLedger};
 pub use escalations::{EscalationLog, EscalationRecord};
@@ -45,6 +46,7 @@ pub use runs::{RunLog, RunRecord, StepRecord};
 pub use sdd::{SddTaskRecord, SddTasks};
 pub use sqlite::SqliteJournal;
 pub use status::{Event, EventFilter, EventState, NewEvent, StatusEvents};
+pub use store::{BoxedStore, Store};
 
 use std::path::PathBuf;
 

@@ -13,7 +13,7 @@
 //! like any other change of the sprint file.
 
 use super::{EditError, EditOptions, LoadError, PersistError, SprintDoc};
-use crate::journal::{Journal, JournalError, NewEvent};
+use crate::journal::{JournalError, NewEvent, StatusEvents};
 use baton_core::key::{EpicId, KeyKind, classify};
 use baton_core::plan::docs::Epics;
 use baton_core::stamp::Stamp;
@@ -103,8 +103,8 @@ pub enum PlanError {
 
 /// Who sprint planning journals its changes as, and when.
 pub struct PlanJournal<'a> {
-    /// The journal.
-    pub journal: &'a mut dyn Journal,
+    /// The journal's status events.
+    pub journal: &'a mut dyn StatusEvents,
     /// RFC 3339 timestamp of the events.
     pub at: String,
     /// The run, if any.

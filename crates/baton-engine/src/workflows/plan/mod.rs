@@ -28,7 +28,7 @@ use baton_core::plan::check::Finding;
 use baton_core::plan::pipeline::{DocState, PlanDecision, PlanStep, Readiness, decide};
 use baton_core::stamp::Stamp;
 use baton_store::frontmatter::FrontmatterError;
-use baton_store::journal::SqliteJournal;
+use baton_store::journal::Store;
 use baton_store::planning::{ReadError, shown};
 use baton_store::sprint_file::plan::PlanReport;
 pub use facts::Paths;
@@ -132,7 +132,7 @@ pub fn save_state(state_dir: &Path, state: &PlanState) -> Result<(), PlanError> 
 }
 
 /// How to run.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PlanOptions {
     /// Where things are.
     pub paths: Paths,
@@ -154,7 +154,7 @@ pub struct PlanOptions {
     /// The sprint file's lock (one writer at a time).
     pub lock_path: PathBuf,
     /// The journal sprint planning records its changes in, and the run they belong to.
-    pub journal: Option<(Arc<Mutex<SqliteJournal>>, String)>,
+    pub journal: Option<(Arc<Mutex<dyn Store>>, String)>,
 }
 
 /// One step that ran.

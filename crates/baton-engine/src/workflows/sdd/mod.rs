@@ -22,7 +22,7 @@ use baton_core::sdd::{
     TaskView, decide, view,
 };
 use baton_core::story::StepOutcome;
-use baton_store::journal::{Journal, SddTaskRecord};
+use baton_store::journal::SddTaskRecord;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
