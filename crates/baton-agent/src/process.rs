@@ -64,13 +64,7 @@ impl GroupKiller {
     fn signal(&self, name: &str) {
         #[cfg(unix)]
         if let Some(pgid) = self.pgid {
-            // No libc here (and no unsafe): `kill(1)` signals the whole group. It returns at once.
-            let _ = std::process::Command::new("kill")
-                .args(["-s", name, "--", &format!("-{pgid}")])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
+            signal_group(pgid, name);
         }
     }
 
@@ -257,6 +251,8 @@ fn owner_alive(rec: &Recorded) -> bool {
     Stat::of(rec.owner).is_some_and(|s| s.start == rec.owner_start && !s.zombie)
 }
 
+/// Sends signal `name` to process group `pgid`. No libc here (and no unsafe): `kill(1)` signals
+/// the whole group, and returns at once.
 fn signal_group(pgid: u32, name: &str) {
     let _ = std::process::Command::new("kill")
         .args(["-s", name, "--", &format!("-{pgid}")])
