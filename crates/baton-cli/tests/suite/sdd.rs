@@ -470,6 +470,56 @@ fn a_killed_run_resumes_at_the_stage_where_it_stopped() {
 }
 
 #[test]
+fn a_task_is_implementing_while_its_implementer_works() {
+    // The implementer takes a minute: the run is killed while it works.
+    let script = Script::new().raw(json!({
+        "agent": "implementer", "match": "^Implement task 1 ", "repeat": true, "delay_ms": 60000,
+        "text": "Implemented.",
+    }));
+    let p = project(&script, "");
+    let mut child = super::sprint::command(
+        &p,
+        &[
+            "sdd", "PLAN.md", "--json", "--model", "script/t", "--no-tdd",
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .expect("baton sdd");
+    // While the implementer works (its step begun, not ended), the task reads `implementing`.
+    let state = || {
+        let journal = SqliteJournal::open(&p.root().join(".baton/baton.db")).ok()?;
+        let tasks = journal.sdd_tasks("PLAN.md").ok()?;
+        tasks
+            .into_iter()
+            .find(|t| t.task_id == "1")
+            .map(|t| t.state)
+    };
+    let started = std::time::Instant::now();
+    loop {
+        let working = steps(&p, "1")
+            .iter()
+            .any(|s| s.stage == "implement" && s.outcome.is_none());
+        if working && state().as_deref() == Some("implementing") {
+            break;
+        }
+        assert!(
+            child.try_wait().expect("try_wait").is_none(),
+            "the run ended first"
+        );
+        assert!(
+            started.elapsed().as_secs() < 55,
+            "the task never read `implementing` while its implementer worked: {:?}",
+            state()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+}
+
+#[test]
 fn a_bad_plan_names_its_line() {
     let p = project(&Script::new(), "");
     p.write("PLAN.md", "# Plan\n\n### Task 1 no colon\n");

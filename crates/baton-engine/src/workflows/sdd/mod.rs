@@ -25,7 +25,7 @@ use baton_core::story::StepOutcome;
 use baton_store::journal::SddTaskRecord;
 use serde::Serialize;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Settings of an SDD run.
 #[derive(Debug, Clone)]
@@ -100,6 +100,8 @@ struct TaskCtx<'a> {
     unit: Unit,
     position: usize,
     total: usize,
+    /// Where the task was last shown to stand.
+    shown: Mutex<Option<TaskView>>,
 }
 
 impl Workflow for Sdd {
@@ -204,6 +206,7 @@ impl Sdd {
             }),
             position,
             total: self.plan.tasks.len(),
+            shown: Mutex::new(None),
         }
     }
 
@@ -274,8 +277,17 @@ impl TaskCtx<'_> {
         })
     }
 
+    /// Journals and shows where the task stands now, when that changed.
+    fn show_now(&self) -> Result<(), EngineError> {
+        self.show(&view(&self.facts()?))
+    }
+
     /// Journals and shows where the task stands, when that changed.
-    fn show(&self, v: &TaskView, last: &mut Option<TaskView>) -> Result<(), EngineError> {
+    fn show(&self, v: &TaskView) -> Result<(), EngineError> {
+        let mut last = self
+            .shown
+            .lock()
+            .map_err(|_| EngineError::NoLedger("the task's view lock is poisoned".into()))?;
         if last.as_ref() == Some(v) {
             return Ok(());
         }
@@ -315,10 +327,9 @@ impl TaskCtx<'_> {
     }
 
     async fn drive(&self) -> Result<TaskEnd, EngineError> {
-        let mut last = None;
         for _ in 0..MAX_DECISIONS {
             let facts = self.facts()?;
-            self.show(&view(&facts), &mut last)?;
+            self.show(&view(&facts))?;
             match decide(&facts) {
                 TaskDecision::Run(r) => {
                     if let Some(why) = self.stage(&r, &facts).await? {

@@ -144,6 +144,10 @@ impl TaskCtx<'_> {
             r.round,
             serde_json::to_string(&begin).ok(),
         )?;
+        if !r.stage.is_review() {
+            // The task is implementing (or fixing) from the moment its step begins.
+            self.show_now()?;
+        }
         let outcome = self.run.run_agent(&self.unit, agent, &text).await;
         let (result, mut detail, budget_stop) = settle(r, &outcome);
         detail.base = base;
