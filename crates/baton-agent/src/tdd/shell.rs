@@ -4,7 +4,8 @@
 //! A command is either an argument vector (`run_command` without a shell) or a shell line (a
 //! Claude Code `Bash` call, or `sh -c` through `run_command`). Shell lines are split into simple
 //! commands on `;`, `&&`, `||`, `|`, `&` and newlines, with quotes honoured and here-document
-//! bodies skipped. Writes are found in output redirections (`>`, `>>`, `>|`, `&>`), `tee`,
+//! bodies skipped (a here-string, `<<<`, has none). Writes are found in output redirections (`>`,
+//! `>>`, `>|`, `&>`, and `>&` to a file rather than a descriptor), `tee`,
 //! in-place `sed`/`perl`, `cp`/`mv`/`install` destinations, `dd of=` and `truncate`. This is a
 //! heuristic, not a parser of every shell: an interpreter given a script (`python3 -c`,
 //! `node -e`) can still write anything, which is why the guard is backed by git at review time.
@@ -277,10 +278,20 @@ fn tokenize(s: &str) -> Vec<Tok> {
                     i += 1;
                 }
                 if chars.get(i + 1) == Some(&'&') {
-                    // `>&2`: a descriptor, not a file.
                     i += 1;
-                    while i + 1 < chars.len() && chars[i + 1].is_ascii_digit() {
-                        i += 1;
+                    if descriptor_follows(&chars, i + 1) {
+                        // `>&2`, `>& 2`, `>&-`: a descriptor, not a file.
+                        while i + 1 < chars.len() && matches!(chars[i + 1], ' ' | '\t') {
+                            i += 1;
+                        }
+                        while i + 1 < chars.len()
+                            && (chars[i + 1].is_ascii_digit() || chars[i + 1] == '-')
+                        {
+                            i += 1;
+                        }
+                    } else {
+                        // `>& file`: standard output and error both go to the file.
+                        out.push(Tok::Redirect);
                     }
                 } else {
                     out.push(Tok::Redirect);
@@ -288,7 +299,11 @@ fn tokenize(s: &str) -> Vec<Tok> {
             }
             '<' => {
                 flush(&mut word, &mut in_word, &mut out);
-                if chars.get(i + 1) == Some(&'<') {
+                if chars.get(i + 1) == Some(&'<') && chars.get(i + 2) == Some(&'<') {
+                    // `<<< word`: a here-string, a word on standard input; no body follows.
+                    i += 2;
+                    out.push(Tok::Input);
+                } else if chars.get(i + 1) == Some(&'<') {
                     i += 1;
                     if chars.get(i + 1) == Some(&'-') {
                         i += 1;
@@ -312,6 +327,21 @@ fn tokenize(s: &str) -> Vec<Tok> {
     }
     flush(&mut word, &mut in_word, &mut out);
     out
+}
+
+/// Whether the word starting at `from` (after `>&` and any blanks) is a descriptor (`2`, `-`),
+/// which `>&` duplicates, rather than a file name, which `>&` writes.
+fn descriptor_follows(chars: &[char], from: usize) -> bool {
+    let mut i = from;
+    while i < chars.len() && matches!(chars[i], ' ' | '\t') {
+        i += 1;
+    }
+    let start = i;
+    while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '-') {
+        i += 1;
+    }
+    let ends = i == chars.len() || matches!(chars[i], ' ' | '\t' | '\n' | ';' | '|' | '&' | ')');
+    i > start && ends
 }
 
 fn split(s: &str) -> Vec<Simple> {
@@ -398,6 +428,30 @@ mod tests {
         assert_eq!(
             targets("cat > src/a.rs <<'EOF'\nfn f() { if a > b {} }\nEOF\necho done > log"),
             ["src/a.rs", "log"]
+        );
+    }
+
+    #[test]
+    fn a_redirect_of_both_outputs_to_a_file_is_a_write_and_a_here_string_is_no_here_document() {
+        assert_eq!(targets("echo x >& baton.toml"), ["baton.toml"]);
+        assert_eq!(targets("echo x >&baton.toml"), ["baton.toml"]);
+        assert_eq!(targets("make >& build-2.log"), ["build-2.log"]);
+        for dup in [
+            "cmd 2>&1",
+            "cmd >&2",
+            "cmd >& 2",
+            "cmd 1>&-",
+            "cmd >&2; true",
+        ] {
+            assert_eq!(targets(dup), Vec::<String>::new(), "{dup}");
+        }
+        assert_eq!(
+            targets("cat <<< hi\necho x > sprint-status.yaml"),
+            ["sprint-status.yaml"]
+        );
+        assert_eq!(
+            targets("grep -q a <<< \"$x\" && echo y > src/a.rs"),
+            ["src/a.rs"]
         );
     }
 

@@ -270,6 +270,22 @@ mod tests {
     }
 
     #[test]
+    fn a_redirect_of_both_outputs_and_a_line_after_a_here_string_are_checked() {
+        let dir = project();
+        let root = dir.path();
+        for (command, allowed) in [
+            ("echo x >& baton.toml", false),
+            ("echo x >&baton.toml", false),
+            ("cargo test >& test.log", true),
+            ("cargo test 2>&1 | cat", true),
+            ("cat <<< hi\necho x > baton.toml", false),
+        ] {
+            let a = pre(root, "Bash", json!({ "command": command }));
+            assert_eq!(a.code == 0, allowed, "{command}: {}", a.stderr);
+        }
+    }
+
+    #[test]
     fn an_edit_of_a_story_status_is_refused() {
         let dir = project();
         let story = dir
