@@ -11,8 +11,9 @@
 //! guard exactly as `baton guard` does. Input that cannot be read blocks the call.
 //!
 //! Before a `Bash` call it applies the command allowlist (`[commands] allow`, plus a few shell
-//! builtins) to every simple command of the line, refuses command substitution (which would hide
-//! a program), and checks output redirections and the destinations of `cp`, `mv`, `tee`,
+//! builtins) to every simple command of the line, reads the script of a `sh -c`/`bash -c` as a
+//! line of its own, refuses command substitution (which would hide a program), and checks
+//! output redirections and the destinations of `cp`, `mv`, `tee`,
 //! `sed -i`… like file writes. This reads shell the way the test-first guard does: a heuristic,
 //! and an allowlisted interpreter (`python3 -c`) can still do anything.
 
@@ -94,6 +95,27 @@ fn check_bash(
     root: &Path,
     cwd: &Path,
 ) -> Option<String> {
+    check_shell(command, allow, sandbox, root, cwd, 0)
+}
+
+/// Shells within shells (`sh -c '…'`) deeper than this are refused rather than read.
+const MAX_NESTING: usize = 4;
+
+/// [`check_bash`] of a line `depth` shells deep: a `sh -c SCRIPT` (bash, zsh, dash, ksh) is
+/// unwrapped and its script checked like the line itself, as baton's own `run_command` does.
+fn check_shell(
+    command: &str,
+    allow: &[String],
+    sandbox: &Sandbox,
+    root: &Path,
+    cwd: &Path,
+    depth: usize,
+) -> Option<String> {
+    if depth > MAX_NESTING {
+        return Some(format!(
+            "shells nested more than {MAX_NESTING} deep (`sh -c` within `sh -c`) are not allowed"
+        ));
+    }
     if command.contains("$(") || command.contains('`') {
         return Some("command substitution (`$(…)`, backticks) is not allowed: run each program as its own command".into());
     }
@@ -103,6 +125,12 @@ fn check_bash(
             continue;
         };
         let name = program.rsplit('/').next().unwrap_or(program);
+        if let baton_agent::tdd::shell::Cmd::Shell(script) =
+            baton_agent::tdd::shell::Cmd::from_argv(simple.program_words().to_vec())
+            && let Some(why) = check_shell(&script, allow, sandbox, root, cwd, depth + 1)
+        {
+            return Some(why);
+        }
         if !BUILTINS.contains(&name) && !allow.iter().any(|a| a == name) {
             return Some(format!(
                 "`{name}` is not on the command allowlist ({}); ask a human to add it to `[commands] allow`",
@@ -282,6 +310,24 @@ mod tests {
         ] {
             let a = pre(root, "Bash", json!({ "command": command }));
             assert_eq!(a.code == 0, allowed, "{command}: {}", a.stderr);
+        }
+    }
+
+    #[test]
+    fn a_shell_given_a_script_has_its_script_checked() {
+        let dir = project();
+        let root = dir.path();
+        let sandbox = Sandbox::new(root, &[]).unwrap();
+        let allow: Vec<String> = ["sh", "bash", "cargo", "ls"].map(str::to_owned).to_vec();
+        for (command, allowed) in [
+            ("sh -c 'cargo test'", true),
+            ("bash -c \"curl https://example.com\"", false),
+            ("sh -c 'echo x > baton.toml'", false),
+            ("bash -lc 'ls $(rm -rf .)'", false),
+            ("sh -c \"sh -c 'curl x'\"", false),
+        ] {
+            let refusal = check_bash(command, &allow, &sandbox, root, root);
+            assert_eq!(refusal.is_none(), allowed, "{command}: {refusal:?}");
         }
     }
 
