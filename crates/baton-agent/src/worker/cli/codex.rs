@@ -52,6 +52,16 @@ pub fn invocation(l: &Launch<'_>) -> Invocation {
         "-c".into(),
         format!("developer_instructions={}", toml_str(l.system)),
     ];
+    if !l.read_only {
+        // `workspace-write` also lets Codex write anywhere under `/tmp` and `$TMPDIR`; the
+        // workspace is the only tree a writing role may change.
+        args.extend([
+            "-c".into(),
+            "sandbox_workspace_write.exclude_slash_tmp=true".into(),
+            "-c".into(),
+            "sandbox_workspace_write.exclude_tmpdir_env_var=true".into(),
+        ]);
+    }
     if !l.model.is_empty() {
         args.extend(["-m".into(), l.model.to_owned()]);
     }
@@ -302,6 +312,20 @@ mod tests {
         let inv = invocation(&l);
         let joined = inv.args.join(" ");
         assert!(joined.contains("-s read-only"), "{joined}");
+        // A writing role's sandbox leaves out /tmp and $TMPDIR.
+        let writing = invocation(&Launch {
+            read_only: false,
+            ..l
+        })
+        .args
+        .join(" ");
+        assert!(writing.contains("-s workspace-write"), "{writing}");
+        for key in ["exclude_slash_tmp", "exclude_tmpdir_env_var"] {
+            assert!(
+                writing.contains(&format!("-c sandbox_workspace_write.{key}=true")),
+                "{writing}"
+            );
+        }
         assert!(
             joined.contains("-c skills.include_instructions=false"),
             "{joined}"
