@@ -57,6 +57,16 @@ fn idea_of(args: &PlanArgs) -> Result<Option<String>> {
     }
 }
 
+/// `6 functional and 3 non-functional requirements`.
+fn requirements(functional: usize, non_functional: usize) -> String {
+    let noun = if functional + non_functional == 1 {
+        "requirement"
+    } else {
+        "requirements"
+    };
+    format!("{functional} functional and {non_functional} non-functional {noun}")
+}
+
 /// A one-line summary of an artifact, computed from the file (no model).
 fn summary(root: &Path, done: &StepDone) -> String {
     let text = std::fs::read_to_string(&done.path).unwrap_or_default();
@@ -72,9 +82,8 @@ fn summary(root: &Path, done: &StepDone) -> String {
             let prd = parse_prd(&name, &text);
             let count = |k| prd.requirements.iter().filter(|r| r.id.kind == k).count();
             format!(
-                "{sections}, {} functional and {} non-functional",
-                n(count(ReqKind::Fr), "requirement", "requirements"),
-                count(ReqKind::Nfr)
+                "{sections}, {}",
+                requirements(count(ReqKind::Fr), count(ReqKind::Nfr))
             )
         }
         PlanStep::Architecture => format!(
@@ -398,5 +407,22 @@ fn converse(root: &Path, cfg: &crate::config::Config, args: &PlanArgs, view: &en
         Ok(text) if !text.trim().is_empty() => println!("\n{}", text.trim()),
         Ok(_) => {}
         Err(e) => eprintln!("note: the router could not talk: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::requirements;
+
+    #[test]
+    fn the_requirements_count_reads_as_english() {
+        assert_eq!(
+            requirements(6, 3),
+            "6 functional and 3 non-functional requirements"
+        );
+        assert_eq!(
+            requirements(1, 0),
+            "1 functional and 0 non-functional requirement"
+        );
     }
 }
