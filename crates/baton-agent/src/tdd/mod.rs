@@ -419,7 +419,9 @@ impl TddCore {
             return Decision::allow();
         }
         let mut impl_targets = Vec::new();
-        for s in cmd.simple_commands() {
+        for (dir, s) in cmd.located(cwd) {
+            // Where a `cd` earlier on the line leads, when the text tells.
+            let cwd = dir.as_deref().unwrap_or(cwd);
             let w = s.program_words();
             let prog = w.first().map(|p| p.rsplit('/').next().unwrap_or(p));
             if prog == Some("baton")

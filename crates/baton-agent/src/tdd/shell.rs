@@ -6,9 +6,12 @@
 //! commands on `;`, `&&`, `||`, `|`, `&` and newlines, with quotes honoured and here-document
 //! bodies skipped (a here-string, `<<<`, has none). Writes are found in output redirections (`>`,
 //! `>>`, `>|`, `&>`, and `>&` to a file rather than a descriptor), `tee`,
-//! in-place `sed`/`perl`, `cp`/`mv`/`install` destinations, `dd of=` and `truncate`. This is a
+//! in-place `sed`/`perl`, `cp`/`mv`/`install` destinations, `dd of=` and `truncate`, each
+//! relative to where a `cd` earlier on the line leads ([`Cmd::located`]). This is a
 //! heuristic, not a parser of every shell: an interpreter given a script (`python3 -c`,
 //! `node -e`) can still write anything, which is why the guard is backed by git at review time.
+
+use std::path::{Component, Path, PathBuf};
 
 /// A command as a tool receives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +52,34 @@ impl Cmd {
         }
     }
 
+    /// Its simple commands with the directory each runs in, starting from `cwd`: a `cd DIR`
+    /// moves the commands after it (the path joined lexically, `..` and `.` resolved). `None`
+    /// where that cannot be told from the text (`cd` alone, `cd ~…`, `cd -`, a `$` in the path):
+    /// a caller guarding writes treats relative paths there as unknown.
+    pub fn located(&self, cwd: &Path) -> Vec<(Option<PathBuf>, Simple)> {
+        let mut here = Some(cwd.to_path_buf());
+        let mut out = Vec::new();
+        for s in self.simple_commands() {
+            let w = s.program_words();
+            let is_cd = w
+                .first()
+                .is_some_and(|p| p == "cd" || p == "pushd" || p == "popd");
+            if is_cd {
+                let dir = w.iter().skip(1).find(|a| !a.starts_with('-') || *a == "-");
+                here = match (w.first().map(String::as_str), dir) {
+                    (Some("cd" | "pushd"), Some(d))
+                        if !d.starts_with('~') && d != "-" && !d.contains('$') =>
+                    {
+                        here.map(|h| lexical_join(&h, d))
+                    }
+                    _ => None,
+                };
+            }
+            out.push((here.clone(), s));
+        }
+        out
+    }
+
     /// The text of the command, for messages and the journal.
     pub fn display(&self) -> String {
         match self {
@@ -56,6 +87,22 @@ impl Cmd {
             Cmd::Shell(s) => s.clone(),
         }
     }
+}
+
+/// `base` joined with `path` (absolute paths replace it), `.` and `..` resolved in the text.
+pub fn lexical_join(base: &Path, path: &str) -> PathBuf {
+    let joined = base.join(path);
+    let mut norm = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                norm.pop();
+            }
+            Component::CurDir => {}
+            other => norm.push(other),
+        }
+    }
+    norm
 }
 
 /// One simple command.
@@ -453,6 +500,38 @@ mod tests {
             targets("grep -q a <<< \"$x\" && echo y > src/a.rs"),
             ["src/a.rs"]
         );
+    }
+
+    #[test]
+    fn a_cd_moves_the_commands_after_it() {
+        let at = |line: &str| -> Vec<Option<String>> {
+            Cmd::Shell(line.into())
+                .located(Path::new("/p"))
+                .into_iter()
+                .map(|(d, _)| d.map(|d| d.display().to_string()))
+                .collect()
+        };
+        let some = |s: &str| Some(s.to_owned());
+        assert_eq!(
+            at("cd tests && cat > ../src/x.py"),
+            [some("/p/tests"), some("/p/tests")]
+        );
+        assert_eq!(
+            at("cd /elsewhere; echo x > f"),
+            [some("/elsewhere"), some("/elsewhere")]
+        );
+        assert_eq!(
+            at("ls; cd a/./b/.. && pwd"),
+            [some("/p"), some("/p/a"), some("/p/a")]
+        );
+        for unknown in [
+            "cd && echo x > f",
+            "cd ~/x; echo x > f",
+            "cd $D; echo x > f",
+            "cd -; echo x > f",
+        ] {
+            assert_eq!(at(unknown)[1], None, "{unknown}");
+        }
     }
 
     #[test]

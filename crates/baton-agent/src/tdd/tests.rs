@@ -213,6 +213,11 @@ async fn case_07_a_shell_redirection_into_an_implementation_file_is_denied() {
         ("sh", vec!["-c", "printf x | tee -a src/parser.rs"]),
         ("sh", vec!["-c", "sed -i 's/a/b/' src/parser.rs"]),
         ("sh", vec!["-c", "cp /tmp/x.rs src/parser.rs"]),
+        // A `cd` earlier on the line is followed.
+        (
+            "sh",
+            vec!["-c", "cd tests && echo 'fn f() {}' > ../src/parser.rs"],
+        ),
     ] {
         let why = r.run(program, &args).await.unwrap_err();
         assert!(

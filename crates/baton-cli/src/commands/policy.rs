@@ -120,14 +120,16 @@ fn check_shell(
         return Some("command substitution (`$(…)`, backticks) is not allowed: run each program as its own command".into());
     }
     let cmd = baton_agent::tdd::shell::Cmd::Shell(command.to_owned());
-    for simple in cmd.simple_commands() {
+    for (dir, simple) in cmd.located(cwd) {
         let Some(program) = simple.program_words().first() else {
             continue;
         };
+        // A `cd` earlier on the line moves where this command's relative paths lead.
+        let here = dir.as_deref().unwrap_or(cwd);
         let name = program.rsplit('/').next().unwrap_or(program);
         if let baton_agent::tdd::shell::Cmd::Shell(script) =
             baton_agent::tdd::shell::Cmd::from_argv(simple.program_words().to_vec())
-            && let Some(why) = check_shell(&script, allow, sandbox, root, cwd, depth + 1)
+            && let Some(why) = check_shell(&script, allow, sandbox, root, here, depth + 1)
         {
             return Some(why);
         }
@@ -138,7 +140,13 @@ fn check_shell(
             ));
         }
         for target in simple.write_targets() {
-            if let Some(why) = check_path(&target, sandbox, root, cwd) {
+            if dir.is_none() && !Path::new(&target).is_absolute() {
+                return Some(format!(
+                    "`{target}`: the `cd` before it leads where the command line does not say \
+                     (`cd` alone, `~`, `-` or a variable); write with a path from the workspace"
+                ));
+            }
+            if let Some(why) = check_path(&target, sandbox, root, here) {
                 return Some(why);
             }
         }
@@ -148,7 +156,7 @@ fn check_shell(
 
 /// `Some(reason)` when writing `path` (as given, relative to `cwd`) must be refused.
 fn check_path(path: &str, sandbox: &Sandbox, root: &Path, cwd: &Path) -> Option<String> {
-    let abs = cwd.join(path);
+    let abs = baton_agent::tdd::shell::lexical_join(cwd, path);
     let lexical_root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let Ok(rel) = abs
         .strip_prefix(sandbox.root())
@@ -307,6 +315,24 @@ mod tests {
             ("cargo test >& test.log", true),
             ("cargo test 2>&1 | cat", true),
             ("cat <<< hi\necho x > baton.toml", false),
+        ] {
+            let a = pre(root, "Bash", json!({ "command": command }));
+            assert_eq!(a.code == 0, allowed, "{command}: {}", a.stderr);
+        }
+    }
+
+    #[test]
+    fn a_cd_on_the_line_moves_where_a_write_lands() {
+        let dir = project();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
+        for (command, allowed) in [
+            ("cd sub && echo x > ../baton.toml", false),
+            ("cd sub/deeper; echo x > ../../baton.toml", false),
+            ("cd /tmp && echo x > f", false),
+            ("cd && echo x > f", false),
+            ("cd sub && echo x > notes.txt", true),
+            ("cd sub && cd .. && echo x > notes.txt", true),
         ] {
             let a = pre(root, "Bash", json!({ "command": command }));
             assert_eq!(a.code == 0, allowed, "{command}: {}", a.stderr);
