@@ -111,7 +111,9 @@ pub(crate) fn count_sources(dir: &Path, stop_at: usize) -> usize {
             let name = entry.file_name();
             let name = name.to_string_lossy();
             if ft.is_dir() {
-                if !SKIP_DIRS.contains(&name.as_ref()) {
+                // Hidden directories hold tools' files (`.claude/skills/` where BMad installs
+                // its skills' scripts, `.github/`, `.agents/`), never the project's source.
+                if !SKIP_DIRS.contains(&name.as_ref()) && !name.starts_with('.') {
                     stack.push(entry.path());
                 }
             } else if ft.is_file()

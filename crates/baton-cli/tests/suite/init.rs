@@ -129,6 +129,23 @@ fn more_than_ten_source_files_make_a_brownfield() {
 }
 
 #[test]
+fn a_project_where_bmad_was_just_installed_stays_greenfield() {
+    let p = Project::empty();
+    // What `npx bmad-method install --tools claude-code` writes: its scripts are BMad's, not the
+    // project's source.
+    for i in 0..6 {
+        p.write(
+            &format!(".claude/skills/bmad-skill-{i}/scripts/tool.py"),
+            "print(1)\n",
+        );
+        p.write(&format!("_bmad/scripts/s{i}.py"), "print(1)\n");
+        p.write(&format!(".agents/skills/bmad-{i}/run.sh"), "true\n");
+    }
+    let (kind, signals) = detect(&p);
+    assert_eq!(kind, "greenfield", "{signals:?}");
+}
+
+#[test]
 fn ten_source_files_or_vendored_ones_stay_greenfield() {
     let p = Project::empty();
     for i in 0..10 {
