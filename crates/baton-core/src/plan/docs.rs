@@ -219,19 +219,62 @@ fn id_at(s: &str) -> Option<(ReqId, usize)> {
     Some((ReqId { kind, n }, used))
 }
 
-/// Every identifier cited anywhere in `line`.
+/// The widest range of identifiers a citation such as `FR1-FR15` may span; anything wider is
+/// read as two separate numbers, not a range.
+const MAX_RANGE: u32 = 500;
+
+/// The end of a range right after an identifier of `kind`: `-FR15`, `–FR6` (en or em dash),
+/// `-17` (the bare number), with blanks around the dash allowed; and the bytes it takes.
+fn range_end(rest: &str, kind: ReqKind) -> Option<(u32, usize)> {
+    let r = rest.trim_start();
+    let r = r
+        .strip_prefix('-')
+        .or_else(|| r.strip_prefix('\u{2013}'))
+        .or_else(|| r.strip_prefix('\u{2014}'))?
+        .trim_start();
+    let taken = |tail: &str| rest.len() - tail.len();
+    if let Some((id, used)) = id_at(r) {
+        return (id.kind == kind).then(|| (id.n, taken(&r[used..])));
+    }
+    let digits = r.len() - r.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let after = &r[digits..];
+    let mut next = after.chars();
+    let dotted = next.next() == Some('.') && next.next().is_some_and(|c| c.is_ascii_digit());
+    if digits == 0
+        || dotted
+        || after
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    {
+        return None;
+    }
+    Some((r[..digits].parse().ok()?, taken(after)))
+}
+
+/// Every identifier cited anywhere in `line`; a range (`FR1-FR3`, `FR4–FR6`, `FR7-8`) cites
+/// every identifier in it.
 pub fn citations(line: &str) -> Vec<ReqId> {
     let mut out = Vec::new();
     let mut prev: Option<char> = None;
+    let mut skip_to = 0;
     for (i, c) in line.char_indices() {
         let boundary = prev.is_none_or(|p| !(p.is_alphanumeric() || p == '_'));
-        if boundary
-            && (c == 'F' || c == 'N' || c == 'A')
-            && let Some((id, _)) = id_at(&line[i..])
-        {
-            out.push(id);
-        }
         prev = Some(c);
+        if i < skip_to || !boundary || !(c == 'F' || c == 'N' || c == 'A') {
+            continue;
+        }
+        let Some((id, used)) = id_at(&line[i..]) else {
+            continue;
+        };
+        out.push(id);
+        if let Some((end, taken)) = range_end(&line[i + used..], id.kind)
+            && end > id.n
+            && end - id.n <= MAX_RANGE
+        {
+            out.extend((id.n + 1..=end).map(|n| ReqId { kind: id.kind, n }));
+            skip_to = i + used + taken;
+        }
     }
     out
 }
@@ -585,6 +628,36 @@ mod tests {
             ]
         });
         assert!(citations("XFR1 SURFR2 FR").is_empty());
+    }
+
+    #[test]
+    fn a_range_cites_every_requirement_in_it() {
+        let fr = |n: u32| ReqId {
+            kind: ReqKind::Fr,
+            n,
+        };
+        assert_eq!(
+            citations("Covers FR1-FR3, FR4\u{2013}FR6 and FR7-8."),
+            (1..=8).map(fr).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            citations("FR16-17 and FR-20 - FR-21"),
+            [16, 17, 20, 21].map(fr)
+        );
+        // Not ranges: a year, a dotted number, a range backwards, another kind.
+        assert_eq!(citations("FR3-2024"), [fr(3)]);
+        assert_eq!(citations("FR3-4.5"), [fr(3)]);
+        assert_eq!(citations("FR5-FR2"), [fr(5), fr(2)]);
+        assert_eq!(
+            citations("FR1-NFR2"),
+            [
+                fr(1),
+                ReqId {
+                    kind: ReqKind::Nfr,
+                    n: 2
+                }
+            ]
+        );
     }
 
     #[test]
