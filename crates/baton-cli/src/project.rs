@@ -71,7 +71,11 @@ pub fn require_bmad_sprint(cfg: &Config) -> Result<()> {
     let path = &cfg.sprint_status;
     let text = baton_store::bounded::read(path, baton_store::bounded::DOCUMENT_LIMIT)
         .with_context(|| format!("cannot read `{}`", path.display()))?;
-    if !locate::looks_like_sprint_file(&String::from_utf8_lossy(&text)) {
+    let text = String::from_utf8_lossy(&text);
+    if baton_store::sprint_file::cr_only(&text) {
+        anyhow::bail!(baton_store::sprint_file::LoadError::CrLineEndings { path: path.clone() });
+    }
+    if !locate::looks_like_sprint_file(&text) {
         anyhow::bail!(
             "`{}` is not a BMad sprint file (it has no `development_status` mapping); create one with BMad's sprint-planning workflow, or set `paths.sprint_status` in `{}` to your BMad sprint file",
             path.display(),

@@ -203,3 +203,30 @@ fn a_hand_edit_is_reported_as_a_journal_mismatch() {
         "{problems:?}"
     );
 }
+
+#[test]
+fn a_sprint_file_with_carriage_returns_alone_names_its_line_endings() {
+    let text = "generated: 01-01-2026 10:00\rproject: p\rdevelopment_status:\r  epic-1: backlog\r  1-1-a: backlog\r";
+    let p = Project::with_sprint(text);
+    for args in [
+        &["status"][..],
+        &["status", "--validate"],
+        &["set", "1-1-a", "ready-for-dev"],
+    ] {
+        let out = p.run(args);
+        assert_ne!(out.code, Some(0), "{}", out.describe());
+        let said = format!("{}{}", out.stdout, out.stderr);
+        assert!(
+            said.contains("carriage return"),
+            "{args:?}: {}",
+            out.describe()
+        );
+        assert!(
+            !said.contains("no `development_status` mapping"),
+            "{}",
+            out.describe()
+        );
+    }
+    // Nothing was written.
+    assert_eq!(std::fs::read_to_string(p.sprint_path()).unwrap(), text);
+}

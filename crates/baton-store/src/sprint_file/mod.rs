@@ -46,6 +46,15 @@ pub enum LoadError {
         /// The file.
         path: PathBuf,
     },
+    /// Lines end in a carriage return alone (classic Mac OS), which neither baton nor BMad reads.
+    #[error(
+        "`{path}` ends its lines with a carriage return alone (CR, classic Mac OS line endings); \
+         convert them to LF (or CRLF), e.g. `tr '\\r' '\\n' < FILE > FILE.new`, then run again"
+    )]
+    CrLineEndings {
+        /// The file.
+        path: PathBuf,
+    },
     /// The YAML does not parse, or a line has a layout baton cannot edit safely.
     #[error("{}:{line}{}: {message}", path.display(), column.map(|c| format!(":{c}")).unwrap_or_default())]
     Syntax {
@@ -58,6 +67,11 @@ pub enum LoadError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// Whether `text` breaks its lines with a carriage return alone: it has a CR and no LF.
+pub fn cr_only(text: &str) -> bool {
+    text.contains('\r') && !text.contains('\n')
 }
 
 /// Why a write did not happen.
@@ -165,6 +179,11 @@ impl SprintDoc {
 
     /// Parses text that claims to come from `path` (used for messages only).
     pub fn parse(path: &Path, text: String) -> Result<Self, LoadError> {
+        if cr_only(&text) {
+            return Err(LoadError::CrLineEndings {
+                path: path.to_path_buf(),
+            });
+        }
         let syntax = |line: usize, column: Option<usize>, message: String| LoadError::Syntax {
             path: path.to_path_buf(),
             line,
