@@ -82,9 +82,20 @@ pub fn default_test_commands() -> Vec<Vec<String>> {
         "npx vitest",
         "pnpm test",
         "yarn test",
+        "npx mocha",
+        "pnpm vitest",
+        "pnpm jest",
+        "yarn vitest",
+        "yarn jest",
+        "bun test",
+        "jest",
+        "vitest",
+        "mocha",
         "pytest",
         "python -m pytest",
         "python3 -m pytest",
+        "python -m unittest",
+        "python3 -m unittest",
         "go test",
         "make test",
     ]
@@ -265,12 +276,24 @@ impl TddCore {
         Decision::warn(warning)
     }
 
-    fn commands_hint(&self) -> String {
-        let names: Vec<String> = self
-            .settings
-            .test_commands
+    /// The test commands to name for a file in `lang`: the ones of its ecosystem first.
+    fn commands_hint(&self, lang: Lang) -> String {
+        let programs: &[&str] = match lang {
+            Lang::Rust => &["cargo"],
+            Lang::Python => &["pytest", "python", "python3", "uv", "poetry"],
+            Lang::Go => &["go"],
+            Lang::TypeScript => &[
+                "npm", "npx", "pnpm", "yarn", "bun", "jest", "vitest", "mocha",
+            ],
+        };
+        let of_lang = |c: &&Vec<String>| c.first().is_some_and(|p| programs.contains(&p.as_str()));
+        let commands = &self.settings.test_commands;
+        let mut chosen: Vec<&Vec<String>> = commands.iter().filter(of_lang).take(3).collect();
+        if chosen.is_empty() {
+            chosen = commands.iter().take(3).collect();
+        }
+        let names: Vec<String> = chosen
             .iter()
-            .take(3)
             .map(|c| format!("`{}`", c.join(" ")))
             .collect();
         if names.is_empty() {
@@ -389,7 +412,7 @@ impl TddCore {
                     "run your tests first: no test run was recorded since `{}` was written; run {} \
                      and then change `{rel}`",
                     existing[0],
-                    self.commands_hint()
+                    self.commands_hint(lang)
                 ),
             ),
         }

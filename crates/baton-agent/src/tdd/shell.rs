@@ -423,20 +423,57 @@ fn split(s: &str) -> Vec<Simple> {
     out
 }
 
+/// The words after the runners that only start another program: `timeout [opts] DURATION`,
+/// `uv run`, `poetry run` (and pipenv, pdm, hatch, rye), `npx`, `pnpx`, `bunx`,
+/// `pnpm exec`/`dlx`, `yarn exec`/`dlx`.
+fn past_runners(mut w: &[String]) -> &[String] {
+    loop {
+        let first = w.first().map(|p| p.rsplit('/').next().unwrap_or(p));
+        let second = w.get(1).map(String::as_str);
+        w = match (first, second) {
+            (Some("timeout"), _) => {
+                let mut rest = &w[1..];
+                while let Some(opt) = rest.first().filter(|o| o.starts_with('-')) {
+                    let takes_value =
+                        matches!(opt.as_str(), "-s" | "-k" | "--signal" | "--kill-after");
+                    rest = &rest[if takes_value { 2 } else { 1 }.min(rest.len())..];
+                }
+                // The duration.
+                &rest[1.min(rest.len())..]
+            }
+            (Some("uv" | "poetry" | "pipenv" | "pdm" | "hatch" | "rye"), Some("run")) => &w[2..],
+            (Some("pnpm" | "yarn"), Some("exec" | "dlx")) => &w[2..],
+            (Some("npx" | "pnpx" | "bunx"), _) => {
+                let mut rest = &w[1..];
+                while rest.first().is_some_and(|o| o.starts_with('-')) {
+                    rest = &rest[1..];
+                }
+                rest
+            }
+            _ => return w,
+        };
+    }
+}
+
 /// Whether `cmd` runs one of `tests` (each a program with its leading arguments, e.g.
-/// `["cargo", "test"]`): some simple command starts with it.
+/// `["cargo", "test"]`): some simple command starts with it, past the runners that start it
+/// (`uv run pytest`, `timeout 60 pytest`); a `test` script name matches its variants
+/// (`npm run test:unit`).
 pub fn runs_tests(cmd: &Cmd, tests: &[Vec<String>]) -> bool {
     cmd.simple_commands().iter().any(|s| {
         let w = s.program_words();
+        let candidates = [w, past_runners(w)];
         tests.iter().any(|t| {
             !t.is_empty()
-                && w.len() >= t.len()
-                && w.iter().zip(t).enumerate().all(|(i, (a, b))| {
-                    if i == 0 {
-                        a == b || a.rsplit('/').next() == Some(b.as_str())
-                    } else {
-                        a == b
-                    }
+                && candidates.iter().any(|w| {
+                    w.len() >= t.len()
+                        && w.iter().zip(t).enumerate().all(|(i, (a, b))| {
+                            if i == 0 {
+                                a == b || a.rsplit('/').next() == Some(b.as_str())
+                            } else {
+                                a == b || (b == "test" && a.starts_with("test:"))
+                            }
+                        })
                 })
         })
     })
@@ -544,6 +581,40 @@ mod tests {
                 .write_targets()
                 .contains(&"src/a.rs".to_owned())
         );
+    }
+
+    #[test]
+    fn recognizes_test_runners_behind_the_tools_that_start_them() {
+        let defaults = super::super::default_test_commands();
+        for line in [
+            "uv run pytest",
+            "poetry run pytest -q",
+            "timeout 60 pytest",
+            "timeout -s KILL 5m pytest tests/",
+            "python -m unittest",
+            "npm run test:unit",
+            "bun test",
+            "npx mocha",
+            "npx --yes vitest run",
+            "pnpm vitest run",
+            "pnpm exec jest",
+        ] {
+            assert!(
+                runs_tests(&Cmd::Shell(line.into()), &defaults),
+                "{line} is a test run"
+            );
+        }
+        for line in [
+            "uv run python app.py",
+            "timeout 5 sleep 1",
+            "npm run build",
+            "npx tsc",
+        ] {
+            assert!(
+                !runs_tests(&Cmd::Shell(line.into()), &defaults),
+                "{line} is no test run"
+            );
+        }
     }
 
     #[test]

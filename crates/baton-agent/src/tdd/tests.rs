@@ -389,3 +389,35 @@ async fn atdd_warns_about_a_unit_test_without_an_acceptance_test() {
     assert!(r.write("tests/test_tax.py").await.is_ok());
     assert_eq!(r.log("warn").len(), 1);
 }
+
+#[test]
+fn the_refusal_names_the_test_command_of_the_files_ecosystem() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = Arc::new(Mutex::new(
+        SqliteJournal::open(&dir.path().join(".baton/baton.db")).unwrap(),
+    ));
+    let core = TddCore::new(
+        TddSettings::defaults(TddMode::Tdd),
+        dir.path(),
+        journal,
+        "hint",
+    )
+    .unwrap();
+    for (test, code, runner, not) in [
+        ("tests/test_tax.py", "tax.py", "`pytest`", "cargo"),
+        ("pkg/cart_test.go", "pkg/cart.go", "`go test`", "cargo"),
+        ("src/cart.test.ts", "src/cart.ts", "`npm test`", "cargo"),
+        ("tests/cart.rs", "src/cart.rs", "`cargo test`", "pytest"),
+    ] {
+        let p = dir.path().join(test);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, "x\n").unwrap();
+        let Decision { verdict, .. } = core.check_write("write_file", code, Some("x\n"));
+        let why = match verdict {
+            crate::guard::Verdict::Deny(w) => w,
+            other => panic!("{code}: {other:?}"),
+        };
+        assert!(why.contains(runner), "{code}: {why}");
+        assert!(!why.contains(not), "{code}: {why}");
+    }
+}
