@@ -383,6 +383,11 @@ pub fn plan_sprint(
         let (at, s) = &inserts[i];
         new_text.insert_str(*at, s);
     }
+    if report.added.is_empty() && report.raised.is_empty() {
+        // Already in sync: write nothing, not even `last_updated` (whose age is BMad's
+        // staleness signal).
+        return Ok(report);
+    }
     let back = SprintDoc::parse(path, new_text.clone())?;
     doc.text = new_text;
     doc.expected_len = doc.text.len();
@@ -468,6 +473,23 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}")),
             text
+        );
+    }
+
+    #[test]
+    fn a_file_already_in_sync_is_not_written_even_a_day_later() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("sprint-status.yaml");
+        plan_sprint(&path, HEADER, &plan(), now(), None).unwrap_or_else(|e| panic!("{e}"));
+        let before = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        let later = Stamp::new(2026, 11, 24, 11, 30).unwrap_or_else(|| unreachable!());
+        let again =
+            plan_sprint(&path, HEADER, &plan(), later, None).unwrap_or_else(|e| panic!("{e}"));
+        assert!(again.added.is_empty() && again.raised.is_empty());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}")),
+            before,
+            "an in-sync file was rewritten (its last_updated hides BMad's staleness warning)"
         );
     }
 
