@@ -131,8 +131,32 @@ pub(crate) fn count_sources(dir: &Path, stop_at: usize) -> usize {
     count
 }
 
+/// `s` as a YAML plain scalar when it reads back as the same string, else single-quoted: a
+/// directory named `null`, `#x`, `app: two` or `@acme` must not become a null, a comment, a
+/// mapping or a syntax error in the sprint file.
+pub fn yaml_scalar(s: &str) -> String {
+    const RESERVED: &[&str] = &[
+        "null", "~", "true", "false", "yes", "no", "on", "off", "y", "n", ".nan", ".inf", "-.inf",
+    ];
+    let plain = !s.is_empty()
+        && !RESERVED.contains(&s.to_ascii_lowercase().as_str())
+        && !s.starts_with(|c: char| "#@&*!|>'\"%`[]{},?:-<=".contains(c) || c.is_whitespace())
+        && !s.ends_with(|c: char| c.is_whitespace() || c == ':')
+        && !s.contains(": ")
+        && !s.contains(" #")
+        && !s.contains(['\t', '\n', '\r'])
+        && s.parse::<f64>().is_err();
+    if plain {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "''"))
+    }
+}
+
 /// The sprint-status skeleton of a new project.
 pub fn skeleton(project: &str, story_location: &str, now: &str) -> String {
+    let project = yaml_scalar(project);
+    let story_location = yaml_scalar(story_location);
     format!(
         "# Sprint status: the machine-readable queue of the implementation phase.\n\
 #\n\
@@ -291,4 +315,24 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
         println!("next: `baton status` shows the board");
     }
     Ok(Code::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_project_name_that_yaml_would_misread_is_quoted() {
+        for (name, written) in [
+            ("tally", "tally"),
+            ("my-app", "my-app"),
+            ("null", "'null'"),
+            ("#x", "'#x'"),
+            ("app: two", "'app: two'"),
+            ("@acme", "'@acme'"),
+            ("it's", "it's"),
+            ("'q", "'''q'"),
+            ("2024", "'2024'"),
+        ] {
+            assert_eq!(super::yaml_scalar(name), written, "{name}");
+        }
+    }
 }

@@ -222,3 +222,20 @@ fn the_project_flag_works_after_the_command_and_must_exist() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["file"], p.sprint_path().display().to_string());
 }
+
+#[test]
+fn a_project_named_like_yaml_syntax_gets_a_sprint_file_that_reads_back() {
+    let p = Project::empty();
+    for name in ["null", "#x", "app: two", "@acme", "2024"] {
+        let root = p.root().join(name);
+        std::fs::create_dir_all(&root).unwrap();
+        let init = super::common::run_in(&root, &["init"]);
+        assert_eq!(init.code, Some(0), "{name}: {}", init.describe());
+        let status = super::common::run_in(&root, &["status", "--validate"]);
+        assert_eq!(status.code, Some(0), "{name}: {}", status.describe());
+        let json = super::common::run_in(&root, &["status", "--json"]);
+        let v: Value = serde_json::from_str(&json.stdout)
+            .unwrap_or_else(|e| panic!("{name}: {e}\n{}", json.describe()));
+        assert_eq!(v["project"], name, "{name}: {v:#}");
+    }
+}
