@@ -1,11 +1,16 @@
-//! baton-engine: workflows built from agents and the sprint state.
+//! baton-engine: one run, many workflows, built from agents and the sprint state.
 //!
-//! A workflow is facts → decision → effect: the facts of a story are loaded from the sprint file,
-//! the story file and the journal ([`ctx`]); [`baton_core::story::decide`] picks the next move;
-//! the driver ([`story`]) carries it out through a stage ([`stages`]) or a transition, and the
-//! result is journaled as a new fact. The sprint scheduler lives in [`workflows::sprint`], ad-hoc
-//! dispatch in [`workflows::team`]; front ends talk to a run through [`protocol`] and [`session`].
-//! The engine decides; it never talks HTTP or parses YAML itself.
+//! A [`run::Run`] is what every workflow shares: steps, agents on the worker their role names,
+//! escalations, commits and the run's bookkeeping, each in one copy, and one scoped event stream
+//! numbered by the journal. Each workflow implements [`workflow::Workflow`] over it: the sprint
+//! ([`workflows::sprint`]), subagent-driven development of a plan file ([`workflows::sdd`]),
+//! planning ([`workflows::plan`]) and ad-hoc dispatch ([`workflows::team`]); each unit of work (a
+//! story, a plan task, a planning step) owns its workspace ([`run::Unit`]). A workflow is facts →
+//! decision → effect: a story's facts come from the sprint file, the story file and the journal
+//! ([`ctx`]); [`baton_core::story::decide`] picks the next move; the driver ([`story`]) carries it
+//! out through a stage ([`stages`]) or a transition, and the result is journaled as a new fact.
+//! Front ends start a workflow with [`session::start`] and talk to it through [`protocol`]. The
+//! engine decides; it never talks HTTP or parses YAML itself.
 
 pub mod checks;
 pub mod clock;

@@ -9,7 +9,7 @@
 //! own, so a terminal's Ctrl-C (which reaches baton, and baton decides what it means) never
 //! kills a stage commit half way. A call that meets an index or HEAD lock waits while a live git
 //! process may hold it; a lock left by a killed git (no git process is running in the
-//! repository, [`holds_repository`]) is removed, once, and reported.
+//! repository, `holds_repository`) is removed, once, and reported.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

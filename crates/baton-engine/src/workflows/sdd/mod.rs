@@ -4,7 +4,7 @@
 //!
 //! Per task: the implementer (with the test-first guard on), then the spec reviewer, the
 //! quality reviewer and, when asked for, the security and performance reviewers concurrently
-//! ([`stage`]). Everything else is the run's: steps are journaled and agents run on the worker
+//! (`stage.rs`). Everything else is the run's: steps are journaled and agents run on the worker
 //! their role names through [`crate::run::step`], escalations go through
 //! [`crate::run::escalate`], the beginning and end of the run through [`crate::run::preflight`].
 //! The state each task enters goes to the journal's `sdd_tasks`, so a run killed anywhere
