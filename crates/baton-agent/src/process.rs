@@ -141,34 +141,52 @@ impl Stat {
     }
 }
 
-/// What a record holds: the group, its leader's start time and session, and the baton process
-/// that started it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a record holds: the group, its leader's start time and session, the baton process
+/// that started it, and the boot it was written in.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Recorded {
     pgid: u32,
     start: u64,
     session: u32,
     owner: u32,
     owner_start: u64,
+    /// The kernel's random id of the boot (`/proc/sys/kernel/random/boot_id`). A record from
+    /// another boot, or one a cloned repository brought in `.baton/`, cannot name it, so it never
+    /// leads to a signal.
+    boot: String,
+}
+
+/// This boot's id, `None` where the kernel does not say.
+fn boot_id() -> Option<String> {
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = id.trim();
+    (!id.is_empty()).then(|| id.to_owned())
 }
 
 impl Recorded {
     fn line(&self) -> String {
         format!(
-            "{} {} {} {} {}\n",
-            self.pgid, self.start, self.session, self.owner, self.owner_start
+            "{} {} {} {} {} {}\n",
+            self.pgid, self.start, self.session, self.owner, self.owner_start, self.boot
         )
     }
 
     fn parse(text: &str) -> Option<Recorded> {
-        let mut f = text.split_whitespace().map(str::parse::<u64>);
-        let mut next = || f.next()?.ok();
+        let mut words = text.split_whitespace();
+        let mut next = || words.next()?.parse::<u64>().ok();
+        let pgid = u32::try_from(next()?).ok()?;
+        let start = next()?;
+        let session = u32::try_from(next()?).ok()?;
+        let owner = u32::try_from(next()?).ok()?;
+        let owner_start = next()?;
+        let boot = words.next()?.to_owned();
         Some(Recorded {
-            pgid: u32::try_from(next()?).ok()?,
-            start: next()?,
-            session: u32::try_from(next()?).ok()?,
-            owner: u32::try_from(next()?).ok()?,
-            owner_start: next()?,
+            pgid,
+            start,
+            session,
+            owner,
+            owner_start,
+            boot,
         })
     }
 }
@@ -195,6 +213,7 @@ impl GroupRecord {
                 session: leader.session,
                 owner,
                 owner_start: Stat::of(owner)?.start,
+                boot: boot_id()?,
             };
             let path = dir.join(pgid.to_string());
             // Twice: another worker's record, dropped in between, may take the empty directory.
@@ -271,12 +290,15 @@ pub async fn end_orphaned_groups(dir: &Path, grace: Duration) -> Vec<u32> {
     };
     let mut ended = Vec::new();
     let mut pending = Vec::new();
+    let boot = boot_id();
     for e in entries.flatten() {
         let path = e.path();
         let Some(rec) = std::fs::read_to_string(&path)
             .ok()
             .and_then(|t| Recorded::parse(&t))
+            .filter(|rec| boot.as_deref() == Some(rec.boot.as_str()))
         else {
+            // Unreadable, or not of this boot: it names nothing baton may signal.
             let _ = std::fs::remove_file(&path);
             continue;
         };
@@ -341,9 +363,12 @@ mod tests {
             session: 30,
             owner: 40,
             owner_start: 50,
+            boot: "b-1".into(),
         };
         assert_eq!(Recorded::parse(&rec.line()), Some(rec));
         assert_eq!(Recorded::parse("1 2 3"), None);
+        // A record without its boot (written before boots were recorded) names nothing.
+        assert_eq!(Recorded::parse("10 20 30 40 50"), None);
     }
 
     #[cfg(target_os = "linux")]
@@ -367,6 +392,23 @@ mod tests {
         std::mem::forget(record);
         let mut rec = Recorded::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
         rec.owner_start += 1;
+        std::fs::write(&path, rec.line()).unwrap();
+        // The same record with another boot's id (a planted one, or one from before a reboot)
+        // leads to no signal, and is cleared.
+        let mut planted = rec.clone();
+        planted.boot = "00000000-0000-0000-0000-000000000000".into();
+        std::fs::write(&path, planted.line()).unwrap();
+        assert!(
+            end_orphaned_groups(dir.path(), Duration::from_secs(5))
+                .await
+                .is_empty()
+        );
+        assert!(
+            orphan.try_wait().unwrap().is_none(),
+            "a planted record ended a group"
+        );
+        assert!(!path.exists());
+        std::fs::create_dir_all(dir.path()).unwrap();
         std::fs::write(&path, rec.line()).unwrap();
         let ended = end_orphaned_groups(dir.path(), Duration::from_secs(5)).await;
         assert_eq!(ended, [orphan.id()]);
