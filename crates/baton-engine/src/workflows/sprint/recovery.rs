@@ -11,9 +11,10 @@
 
 use crate::ctx::RunCtx;
 use crate::error::EngineError;
+use crate::run::preflight;
 use baton_core::key::KeyKind;
 use baton_core::story::{Decision, decide};
-use baton_store::journal::{EventFilter, Journal, RunRecord};
+use baton_store::journal::{EventFilter, Journal};
 use std::path::Path;
 
 /// baton's own files, which never make a tree "dirty" for a sprint: `baton.toml`, `.baton/`,
@@ -76,20 +77,18 @@ pub async fn preflight(run: &RunCtx) -> Result<Vec<String>, EngineError> {
 async fn check_tree(run: &RunCtx) -> Result<Vec<String>, EngineError> {
     let ws = run.workspace();
     let root = &run.settings.root;
-    if !ws.git().is_repo().await {
-        return Err(EngineError::Preflight(format!(
-            "`{}` is not a git repository; baton commits every stage of a story. Run `git init` first.",
-            root.display()
-        )));
-    }
+    run.require_repo("baton commits every stage of a story. Run `git init` first.")
+        .await?;
     let sprint_file = run.with_ledger(|l| Ok(l.doc().path().to_path_buf()))?;
     if std::fs::symlink_metadata(&sprint_file).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(EngineError::Preflight(format!(
-            "the sprint file `{}` is a symlink; baton does not edit a file through a link, which              could point outside the project. Replace the link with the file, or set              `[paths] sprint_status` in `baton.toml` to the real file",
+            "the sprint file `{}` is a symlink; baton does not edit a file through a link, which \
+             could point outside the project. Replace the link with the file, or set \
+             `[paths] sprint_status` in `baton.toml` to the real file",
             sprint_file.display()
         )));
     }
-    let interrupted = interrupted_run(run)?;
+    let interrupted = run.interrupted()?;
     let snapshot = ws.snapshot().await;
     let sprint_file = run.with_ledger(|l| Ok(l.doc().path().to_path_buf()))?;
     let owned = OwnedFiles::new(root, &sprint_file, &run.settings.stories_dir);
@@ -107,8 +106,11 @@ async fn check_tree(run: &RunCtx) -> Result<Vec<String>, EngineError> {
         )]);
     }
     if dirty.is_empty() {
-        run.commit("-", format!("baton: commit its own files ({})", list(&own)))
-            .await;
+        run.commit(
+            "-",
+            format!("baton: commit its own files ({})", preflight::list(&own)),
+        )
+        .await;
         return Ok(Vec::new());
     }
     if run.settings.allow_dirty {
@@ -116,23 +118,8 @@ async fn check_tree(run: &RunCtx) -> Result<Vec<String>, EngineError> {
     }
     Err(EngineError::Preflight(format!(
         "the working tree has uncommitted changes ({}); commit or stash them, or pass --allow-dirty",
-        list(&dirty)
+        preflight::list(&dirty)
     )))
-}
-
-/// The first five paths, comma-separated.
-fn list(paths: &[&str]) -> String {
-    format!(
-        "{}{}",
-        paths.iter().take(5).copied().collect::<Vec<_>>().join(", "),
-        if paths.len() > 5 { ", …" } else { "" }
-    )
-}
-
-/// The newest sprint run, if it never ended.
-fn interrupted_run(run: &RunCtx) -> Result<Option<RunRecord>, EngineError> {
-    run.with_ledger(|l| Ok(l.journal().last_run("sprint")?))
-        .map(|r| r.filter(|r| r.ended_at.is_none() && r.id != run.id))
 }
 
 /// Sweeps temp files of killed writers among the stories and settles a killed run's leftovers.
@@ -145,7 +132,7 @@ pub async fn tidy(run: &RunCtx) -> Result<(), EngineError> {
             }
         }
     }
-    let Some(prev) = interrupted_run(run)? else {
+    let Some(prev) = run.interrupted()? else {
         return Ok(());
     };
     // An agent's file write killed between its temp file and the rename leaves the temp file
@@ -161,15 +148,7 @@ pub async fn tidy(run: &RunCtx) -> Result<(), EngineError> {
             .unwrap_or_else(|| format!("sprint: work of interrupted run {}", prev.id));
         run.commit("-", message).await;
     }
-    let at = run.clock.now().rfc3339;
-    run.with_ledger(|l| {
-        Ok(l.journal_mut().end_run(
-            &prev.id,
-            &at,
-            "cancelled",
-            "interrupted; resumed by a later run",
-        )?)
-    })
+    run.end_other(&prev.id, "cancelled", "interrupted; resumed by a later run")
 }
 
 /// Whether the root-relative `path` names a temporary file of an interrupted write
