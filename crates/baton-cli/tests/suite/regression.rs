@@ -77,14 +77,20 @@ fn retro(script: Script, epic: u32, delay_ms: u64) -> Script {
     )
 }
 
-#[test]
-fn a_retrospective_killed_while_it_runs_is_held_by_the_next_run() {
+/// A project holding retrospectives whose two stories of epic 1 run straight through; the
+/// retrospective's scrum master answers after `delay_ms`.
+fn two_stories_and_a_retrospective(delay_ms: u64) -> Project {
     let toml = Toml {
         sprint: "retrospective = true",
         ..Toml::default()
     };
-    let stalling = retro(Script::new().straight(K1).straight(K2), 1, 600_000);
-    let p = sprint_project(toml, &stalling);
+    let script = retro(Script::new().straight(K1).straight(K2), 1, delay_ms);
+    sprint_project(toml, &script)
+}
+
+#[test]
+fn a_retrospective_killed_while_it_runs_is_held_by_the_next_run() {
+    let p = two_stories_and_a_retrospective(600_000);
     let mut child = command(&p, &["sprint", "--yolo", "--json", "--batch", "2"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -476,12 +482,7 @@ fn gone(pid: u32) -> bool {
 
 #[test]
 fn a_retrospective_killed_before_its_commit_is_committed_under_its_own_name() {
-    let toml = Toml {
-        sprint: "retrospective = true",
-        ..Toml::default()
-    };
-    let script = retro(Script::new().straight(K1).straight(K2), 1, 0);
-    let p = sprint_project(toml, &script);
+    let p = two_stories_and_a_retrospective(0);
     let gate = GitGate::new("epic(1): retrospective");
     let mut cmd = command(&p, &["sprint", "--yolo", "--json", "--batch", "2"]);
     gate.apply(&mut cmd);

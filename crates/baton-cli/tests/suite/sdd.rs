@@ -421,6 +421,21 @@ fn optional_reviews_run_concurrently() {
     );
 }
 
+/// `baton sdd PLAN.md` on the script provider, without the guard, started in the background
+/// (to be killed while an agent works).
+fn spawn_sdd(p: &Project) -> std::process::Child {
+    super::sprint::command(
+        p,
+        &[
+            "sdd", "PLAN.md", "--json", "--model", "script/t", "--no-tdd",
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .expect("baton sdd")
+}
+
 #[test]
 fn a_killed_run_resumes_at_the_stage_where_it_stopped() {
     // The spec reviewer takes a minute: the run is killed while it works.
@@ -429,16 +444,7 @@ fn a_killed_run_resumes_at_the_stage_where_it_stopped() {
         "text": verdict(true, ""),
     }));
     let p = project(&script, "");
-    let mut child = super::sprint::command(
-        &p,
-        &[
-            "sdd", "PLAN.md", "--json", "--model", "script/t", "--no-tdd",
-        ],
-    )
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .expect("baton sdd");
+    let mut child = spawn_sdd(&p);
     let started = std::time::Instant::now();
     while !steps(&p, "1")
         .iter()
@@ -477,16 +483,7 @@ fn a_task_is_implementing_while_its_implementer_works() {
         "text": "Implemented.",
     }));
     let p = project(&script, "");
-    let mut child = super::sprint::command(
-        &p,
-        &[
-            "sdd", "PLAN.md", "--json", "--model", "script/t", "--no-tdd",
-        ],
-    )
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .expect("baton sdd");
+    let mut child = spawn_sdd(&p);
     // While the implementer works (its step begun, not ended), the task reads `implementing`.
     let state = || {
         let journal = SqliteJournal::open(&p.root().join(".baton/baton.db")).ok()?;
