@@ -202,6 +202,9 @@ pub struct Ledger<J: Journal> {
     doc: SprintDoc,
     journal: J,
     opts: LedgerOptions,
+    /// Stories whose file lives elsewhere than `opts.stories_dir` for now: in the story's own
+    /// git worktree while it is worked in parallel with others.
+    placed: std::collections::HashMap<String, PathBuf>,
 }
 
 impl<J: Journal> Ledger<J> {
@@ -209,7 +212,12 @@ impl<J: Journal> Ledger<J> {
     pub fn open(sprint_path: &Path, journal: J, opts: LedgerOptions) -> Result<Self, LedgerError> {
         let _lock = FileLock::acquire(&opts.lock_path)?;
         let doc = SprintDoc::load(sprint_path)?;
-        let mut ledger = Ledger { doc, journal, opts };
+        let mut ledger = Ledger {
+            doc,
+            journal,
+            opts,
+            placed: std::collections::HashMap::new(),
+        };
         crate::atomic::remove_stale_temps(ledger.doc.path());
         ledger.reconcile_locked()?;
         Ok(ledger)
@@ -273,6 +281,19 @@ impl<J: Journal> Ledger<J> {
             self.sync_story(&ev.key, ev.from.as_deref())?;
         }
         Ok(out)
+    }
+
+    /// Keeps `key`'s story file `Status:` line in `dir` from now on (`None`: back in the
+    /// project's stories folder). A story worked in its own git worktree has its file there.
+    pub fn place_story(&mut self, key: &str, dir: Option<PathBuf>) {
+        match dir {
+            Some(d) => {
+                self.placed.insert(key.to_owned(), d);
+            }
+            None => {
+                self.placed.remove(key);
+            }
+        }
     }
 
     /// Makes one transition durable (plus the epic's follow-up, if any). Returns the changes
@@ -432,7 +453,7 @@ impl<J: Journal> Ledger<J> {
     /// said `review`) is not lowered: that disagreement is for a human to settle, and
     /// `baton status` shows it.
     fn sync_story(&self, key: &str, before: Option<&str>) -> Result<(), LedgerError> {
-        let Some(dir) = &self.opts.stories_dir else {
+        let Some(dir) = self.placed.get(key).or(self.opts.stories_dir.as_ref()) else {
             return Ok(());
         };
         let Some(entry) = self.doc.sprint().get(key) else {
