@@ -70,6 +70,9 @@ pub struct Git {
     root: PathBuf,
     env_remove: Arc<Vec<String>>,
     calls: Arc<AtomicU64>,
+    /// Held by every call that changes the repository's shared metadata (commits, branches,
+    /// worktrees, fast-forwards): shared by the runners of one repository's work trees.
+    meta: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Git {
@@ -79,7 +82,26 @@ impl Git {
             root: root.to_path_buf(),
             env_remove: Arc::new(env_remove),
             calls: Arc::new(AtomicU64::new(0)),
+            meta: Arc::new(tokio::sync::Mutex::new(())),
         }
+    }
+
+    /// A runner for another work tree of the same repository (a worktree at `root`): it shares
+    /// this runner's call counter and its metadata lock, so that commits, branch and worktree
+    /// changes of every tree go one at a time.
+    pub fn for_tree(&self, root: &Path) -> Git {
+        Git {
+            root: root.to_path_buf(),
+            env_remove: self.env_remove.clone(),
+            calls: self.calls.clone(),
+            meta: self.meta.clone(),
+        }
+    }
+
+    /// Runs `git <args>` (with `-c` settings `config`) holding the repository's metadata lock.
+    pub async fn run_serial(&self, args: &[&str], config: &[&str]) -> Result<String, GitError> {
+        let _held = self.meta.lock().await;
+        self.run_with(args, config).await
     }
 
     /// The work tree.
@@ -226,6 +248,7 @@ impl Git {
     /// as baton with `message`. Returns the new commit's abbreviated id, or `None` when there was
     /// nothing to commit.
     pub async fn commit_all(&self, message: &str) -> Result<Option<String>, GitError> {
+        let _held = self.meta.lock().await;
         self.run(&[
             "add",
             "-A",

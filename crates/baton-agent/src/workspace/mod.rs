@@ -9,6 +9,9 @@
 //! for work that runs in parallel.
 
 pub mod git;
+mod trees;
+
+pub use trees::{Rebase, WorktreeInfo};
 
 use crate::sandbox::Sandbox;
 use git::{Git, GitError};
@@ -64,10 +67,14 @@ fn is_baton_state(path: &str) -> bool {
 impl Workspace {
     /// A workspace at `root`, confined by `sandbox`, whose git runs without `env_remove`.
     pub fn new(root: &Path, sandbox: Arc<Sandbox>, env_remove: Vec<String>) -> Workspace {
+        Workspace::with_git(root, sandbox, Git::new(root, env_remove))
+    }
+
+    fn with_git(root: &Path, sandbox: Arc<Sandbox>, git: Git) -> Workspace {
         Workspace {
             root: root.to_path_buf(),
             sandbox,
-            git: Git::new(root, env_remove),
+            git,
             prefix: Mutex::new(None),
             known: Mutex::new(None),
         }
@@ -266,56 +273,6 @@ impl Workspace {
         if let Ok(mut known) = self.known.lock() {
             *known = None;
         }
-    }
-
-    /// A workspace on `branch` in a new git worktree at `dir` (created from HEAD if the branch
-    /// does not exist), confined by a sandbox of the same rules rooted there: the same deny
-    /// patterns and every protected path (the sprint file, `baton.toml`, `.baton/`, BMad's
-    /// configuration, story statuses) at the same place in the worktree.
-    pub async fn worktree(&self, branch: &str, dir: &Path) -> Result<Workspace, GitError> {
-        if branch.starts_with('-') || branch.contains("..") || branch.contains(char::is_whitespace)
-        {
-            return Err(GitError::Failed {
-                command: "worktree".into(),
-                stderr: format!("`{branch}` is not a valid branch name"),
-            });
-        }
-        let dir_s = dir.to_string_lossy().into_owned();
-        let exists = self
-            .git
-            .run(&[
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                &format!("refs/heads/{branch}"),
-            ])
-            .await
-            .is_ok();
-        if exists {
-            self.git.run(&["worktree", "add", &dir_s, branch]).await?;
-        } else {
-            self.git
-                .run(&["worktree", "add", "-b", branch, &dir_s])
-                .await?;
-        }
-        let deny: Vec<String> = self
-            .sandbox
-            .deny_patterns()
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
-        let sandbox =
-            Sandbox::with_protected(dir, &deny, self.sandbox.protected()).map_err(|e| {
-                GitError::Failed {
-                    command: "worktree".into(),
-                    stderr: e.to_string(),
-                }
-            })?;
-        Ok(Workspace::new(
-            dir,
-            Arc::new(sandbox),
-            self.git.env_remove().to_vec(),
-        ))
     }
 }
 
