@@ -357,6 +357,10 @@ pub struct SprintArgs {
     /// Stories in this run (default: `[sprint] batch`, 3).
     #[arg(long, value_name = "N")]
     pub batch: Option<usize>,
+    /// Stories in flight at once, each in its own git worktree on branch `baton/<key>`, merged
+    /// into the current branch one at a time (default: `[sprint] parallel`, 1).
+    #[arg(long, value_name = "N")]
+    pub parallel: Option<usize>,
     /// Work exactly these stories, in this order (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "KEYS")]
     pub stories: Option<Vec<String>>,

@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result};
 use baton_core::escalation::{EscalationKind, choose};
-use baton_engine::protocol::{EscalationView, Event, EventBody, Op, Scope, UnitKey};
+use baton_engine::protocol::{EscalationView, Event, EventBody, MergePhase, Op, Scope, UnitKey};
 use baton_engine::run::{Run, RunSpec};
 use baton_engine::session::{self, Session};
 use baton_engine::workflow::Workflow;
@@ -42,6 +42,11 @@ pub fn ask(e: &EscalationView) -> Option<String> {
 
 pub fn print_event(event: &Event) {
     let who = label(&event.scope);
+    // An agent of a story is named with it: with stories in parallel, two developers work at once.
+    let by = |agent: &str| match &event.scope {
+        Scope::Agent { unit: Some(_), .. } => format!("{who} · {agent}"),
+        _ => agent.to_owned(),
+    };
     match &event.body {
         EventBody::RunStarted {
             run_id,
@@ -106,14 +111,22 @@ pub fn print_event(event: &Event) {
                     .unwrap_or_default()
             );
         }
-        EventBody::AgentStarted { agent, model } => eprintln!("[{agent}] started on {model}"),
-        EventBody::Turn { agent, turn } => eprintln!("[{agent}] turn {turn}"),
-        EventBody::ToolCall { agent, tool } => eprintln!("[{agent}] {tool}"),
-        e @ (EventBody::Refused { .. }
-        | EventBody::BudgetWarning { .. }
-        | EventBody::AgentFinished { .. }) => print_agent_notice(e),
+        EventBody::AgentStarted { agent, model } => {
+            eprintln!("[{}] started on {model}", by(agent))
+        }
+        EventBody::Turn { agent, turn } => eprintln!("[{}] turn {turn}", by(agent)),
+        EventBody::ToolCall { agent, tool } => eprintln!("[{}] {tool}", by(agent)),
+        EventBody::Refused {
+            agent,
+            tool,
+            reason,
+        } => eprintln!("[{}] {tool} refused: {reason}", by(agent)),
+        EventBody::BudgetWarning { agent, message } => {
+            eprintln!("[{}] budget warning: {message}", by(agent))
+        }
+        EventBody::AgentFinished { agent, status } => eprintln!("[{}] {status}", by(agent)),
         EventBody::UsageEstimated { agent, provider } => {
-            eprintln!("[{agent}] warning: {}", estimated_warning(provider))
+            eprintln!("[{}] warning: {}", by(agent), estimated_warning(provider))
         }
         // Without a live line, a long answer shows a line every thousand tokens or so.
         EventBody::Streaming {
@@ -122,7 +135,8 @@ pub fn print_event(event: &Event) {
             output_tokens,
             elapsed_secs,
         } if output_tokens % 1000 < baton_agent::runner::PROGRESS_EVERY_TOKENS => eprintln!(
-            "[{agent}] turn {turn}: answering, {output_tokens} tokens in {}:{:02}",
+            "[{}] turn {turn}: answering, {output_tokens} tokens in {}:{:02}",
+            by(agent),
             elapsed_secs / 60,
             elapsed_secs % 60
         ),
@@ -156,6 +170,18 @@ pub fn print_event(event: &Event) {
             }
         }
         EventBody::OpRejected { reason, .. } => eprintln!("warning: {reason}"),
+        EventBody::Merge { key, phase, detail } => {
+            let line = match phase {
+                MergePhase::Worktree => format!("works in its own worktree, on `{detail}`"),
+                MergePhase::Queued => format!("joins the merge lane ({detail})"),
+                MergePhase::Rebasing => format!("rebasing onto `{detail}`"),
+                MergePhase::Conflict => format!("merge conflict in {detail}"),
+                MergePhase::Testing => format!("tests on the updated branch: {detail}"),
+                MergePhase::Merged => format!("merged into `{detail}`"),
+                MergePhase::Kept => format!("kept: {detail}"),
+            };
+            eprintln!("[{key}] {line}");
+        }
     }
 }
 
@@ -176,23 +202,6 @@ fn label(scope: &Scope) -> String {
     }
 }
 
-/// Prints an agent's refused tool call, budget warning or end to stderr (other events are not
-/// notices and print nothing).
-pub fn print_agent_notice(e: &EventBody) {
-    match e {
-        EventBody::Refused {
-            agent,
-            tool,
-            reason,
-        } => eprintln!("[{agent}] {tool} refused: {reason}"),
-        EventBody::BudgetWarning { agent, message } => {
-            eprintln!("[{agent}] budget warning: {message}")
-        }
-        EventBody::AgentFinished { agent, status } => eprintln!("[{agent}] {status}"),
-        _ => {}
-    }
-}
-
 /// The one-time warning for a provider that streams no usage.
 pub fn estimated_warning(provider: &str) -> String {
     format!(
@@ -201,11 +210,20 @@ pub fn estimated_warning(provider: &str) -> String {
     )
 }
 
-/// A live status line per story in a terminal: stage, round, tokens, cost, elapsed. Events
-/// that matter later (transitions, tests, commits, escalations) are printed above it.
+/// A live status line per story in a terminal (several at once when stories run in parallel):
+/// stage, round, tokens, cost, elapsed. Events that matter later (transitions, tests, commits,
+/// merges, escalations) are printed above the lines.
 #[derive(Default)]
 pub struct Live {
-    key: String,
+    /// One line per story in flight, by key.
+    lines: std::collections::BTreeMap<String, LiveLine>,
+    /// How many lines were drawn last time (to be cleared before the next drawing).
+    drawn: usize,
+}
+
+/// One story's live line.
+#[derive(Default)]
+struct LiveLine {
     stage: String,
     round: u32,
     tokens: u64,
@@ -215,9 +233,35 @@ pub struct Live {
     streaming: Option<(u32, u64, u64)>,
 }
 
+impl LiveLine {
+    fn text(&self, key: &str) -> String {
+        let secs = self.started.map_or(0, |s| s.elapsed().as_secs());
+        let answering = self
+            .streaming
+            .map(|(turn, tokens, call_secs)| {
+                format!(
+                    " · turn {turn}: answering, {tokens} tokens in {}:{:02}",
+                    call_secs / 60,
+                    call_secs % 60
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "[{key}] {} · round {} · {} tokens · ${:.4} · {}:{:02}{answering}",
+            self.stage,
+            self.round.max(1),
+            self.tokens,
+            self.cost,
+            secs / 60,
+            secs % 60
+        )
+    }
+}
+
 impl Live {
     pub fn show(&mut self, event: &Event) {
         let e = &event.body;
+        let who = label(&event.scope);
         let permanent = match e {
             EventBody::Stage {
                 key,
@@ -225,15 +269,10 @@ impl Live {
                 round,
                 agent,
             } => {
-                if *key != self.key {
-                    *self = Live {
-                        key: key.clone(),
-                        started: Some(std::time::Instant::now()),
-                        ..Live::default()
-                    };
-                }
-                self.stage = format!("{stage} ({agent})");
-                self.round = *round;
+                let line = self.lines.entry(key.clone()).or_default();
+                line.started.get_or_insert_with(std::time::Instant::now);
+                line.stage = format!("{stage} ({agent})");
+                line.round = *round;
                 false
             }
             EventBody::Usage {
@@ -242,9 +281,11 @@ impl Live {
                 cost_usd,
                 ..
             } => {
-                self.tokens += input_tokens + output_tokens;
-                self.cost += cost_usd;
-                self.streaming = None;
+                if let Some(line) = self.lines.get_mut(&who) {
+                    line.tokens += input_tokens + output_tokens;
+                    line.cost += cost_usd;
+                    line.streaming = None;
+                }
                 false
             }
             EventBody::Streaming {
@@ -253,58 +294,51 @@ impl Live {
                 elapsed_secs,
                 ..
             } => {
-                self.streaming = Some((*turn, *output_tokens, *elapsed_secs));
+                if let Some(line) = self.lines.get_mut(&who) {
+                    line.streaming = Some((*turn, *output_tokens, *elapsed_secs));
+                }
                 false
             }
             EventBody::ToolCall { tool, .. } => {
-                self.stage = format!(
-                    "{} · {tool}",
-                    self.stage.split(" · ").next().unwrap_or_default()
-                );
+                if let Some(line) = self.lines.get_mut(&who) {
+                    line.stage = format!(
+                        "{} · {tool}",
+                        line.stage.split(" · ").next().unwrap_or_default()
+                    );
+                }
                 false
             }
             EventBody::Turn { .. } => {
-                self.streaming = None;
+                if let Some(line) = self.lines.get_mut(&who) {
+                    line.streaming = None;
+                }
                 false
             }
             EventBody::AgentStarted { .. }
             | EventBody::Refused { .. }
             | EventBody::BudgetWarning { .. }
             | EventBody::AgentFinished { .. } => false,
+            EventBody::StoryFinished { key, .. } => {
+                self.lines.remove(key);
+                true
+            }
             _ => true,
         };
         let mut err = std::io::stderr().lock();
+        // Clear the lines drawn last time, bottom up.
         let _ = write!(err, "\r\x1b[2K");
+        for _ in 1..self.drawn {
+            let _ = write!(err, "\x1b[1A\x1b[2K");
+        }
         if permanent {
             let _ = err.flush();
             drop(err);
             print_event(event);
             err = std::io::stderr().lock();
         }
-        if !self.key.is_empty() && !matches!(e, EventBody::StoryFinished { .. }) {
-            let secs = self.started.map_or(0, |s| s.elapsed().as_secs());
-            let answering = self
-                .streaming
-                .map(|(turn, tokens, call_secs)| {
-                    format!(
-                        " · turn {turn}: answering, {tokens} tokens in {}:{:02}",
-                        call_secs / 60,
-                        call_secs % 60
-                    )
-                })
-                .unwrap_or_default();
-            let _ = write!(
-                err,
-                "[{}] {} · round {} · {} tokens · ${:.4} · {}:{:02}{answering}",
-                self.key,
-                self.stage,
-                self.round.max(1),
-                self.tokens,
-                self.cost,
-                secs / 60,
-                secs % 60
-            );
-        }
+        let text: Vec<String> = self.lines.iter().map(|(k, l)| l.text(k)).collect();
+        let _ = write!(err, "{}", text.join("\n"));
+        self.drawn = text.len();
         let _ = err.flush();
     }
 }

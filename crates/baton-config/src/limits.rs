@@ -13,6 +13,9 @@ use std::path::Path;
 pub const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
 /// The most output kept per command, in bytes.
 pub const MAX_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
+/// The most stories `[sprint] parallel` may put in flight at once.
+pub const MAX_PARALLEL: usize = 16;
+
 /// The largest count accepted for turns, rounds, findings, batch size and concurrency.
 pub const MAX_COUNT: u64 = 100_000;
 
@@ -129,6 +132,14 @@ pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigEr
         "",
     )?;
     c.range("sprint", "batch", wide(s.batch), 1, MAX_COUNT, "")?;
+    c.range(
+        "sprint",
+        "parallel",
+        wide(s.parallel),
+        1,
+        MAX_PARALLEL as u64,
+        "",
+    )?;
     if let Some(cmd) = &s.test_command
         && cmd.first().is_none_or(|p| p.trim().is_empty())
     {

@@ -173,6 +173,8 @@ pub struct RawSprint {
     pub qa: Option<bool>,
     /// Stories per `baton sprint` run (default 3).
     pub batch: Option<usize>,
+    /// Stories in flight at once, each in its own git worktree (default 1).
+    pub parallel: Option<usize>,
     /// Statuses a story enters only after a human confirms, in standard mode (default ["done"]).
     pub checkpoints: Option<Vec<String>>,
     /// Timeout of one story in seconds (default 7200).

@@ -28,6 +28,8 @@ pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional. 
 # story_review = false
 # qa = false
 # batch = 3
+# Stories in flight at once, each in its own git worktree and merged through one lane.
+# parallel = 1
 # In standard mode a story enters these statuses only after a human confirms.
 # checkpoints = ["done"]
 # story_timeout_secs = 7200

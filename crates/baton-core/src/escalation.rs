@@ -31,11 +31,13 @@ pub enum EscalationKind {
     SddInconclusive,
     /// A plan task's agent failed, halted or escalated.
     SddAgent,
+    /// A story's branch could not be merged into the base: its merge fix rounds are used up.
+    MergeConflict,
 }
 
 impl EscalationKind {
     /// Every kind.
-    pub const ALL: [EscalationKind; 9] = [
+    pub const ALL: [EscalationKind; 10] = [
         EscalationKind::MaxReviewRounds,
         EscalationKind::Stall,
         EscalationKind::InconclusiveReview,
@@ -45,6 +47,7 @@ impl EscalationKind {
         EscalationKind::SddMaxIterations,
         EscalationKind::SddInconclusive,
         EscalationKind::SddAgent,
+        EscalationKind::MergeConflict,
     ];
 
     /// The stable id stored in the journal.
@@ -59,6 +62,7 @@ impl EscalationKind {
             EscalationKind::SddMaxIterations => "sdd-max-iterations",
             EscalationKind::SddInconclusive => "sdd-inconclusive",
             EscalationKind::SddAgent => "sdd-agent",
+            EscalationKind::MergeConflict => "merge-conflict",
         }
     }
 
@@ -96,6 +100,9 @@ impl EscalationKind {
                 Choice::AdjustPlan,
                 Choice::Abort,
             ],
+            EscalationKind::MergeConflict => {
+                &[Choice::RetryMerge, Choice::HandOver, Choice::SetAside]
+            }
         }
     }
 }
@@ -131,12 +138,18 @@ pub enum Choice {
     Abort,
     /// Run the failed step again.
     Retry,
+    /// Try the merge again, with fresh merge fix rounds.
+    RetryMerge,
+    /// Hand the story over to a human: it needs intervention, its branch and worktree stay.
+    HandOver,
+    /// Set the story's branch aside (renamed, never deleted) and start the story over.
+    SetAside,
     /// One of the options an agent offered, as written.
     Custom(String),
 }
 
 /// The typed choices, for lookups by id and label.
-const TYPED: [Choice; 11] = [
+const TYPED: [Choice; 14] = [
     Choice::AnotherRound,
     Choice::RerunReview,
     Choice::Accept,
@@ -148,6 +161,9 @@ const TYPED: [Choice; 11] = [
     Choice::AdjustPlan,
     Choice::Abort,
     Choice::Retry,
+    Choice::RetryMerge,
+    Choice::HandOver,
+    Choice::SetAside,
 ];
 
 impl Choice {
@@ -165,6 +181,9 @@ impl Choice {
             Choice::AdjustPlan => "adjust-plan",
             Choice::Abort => "abort",
             Choice::Retry => "retry",
+            Choice::RetryMerge => "retry-merge",
+            Choice::HandOver => "hand-over",
+            Choice::SetAside => "set-aside",
             Choice::Custom(s) => s,
         }
     }
@@ -183,6 +202,9 @@ impl Choice {
             Choice::AdjustPlan => "adjust the plan (stop; the task starts over)",
             Choice::Abort => "abort the run",
             Choice::Retry => "run the step again",
+            Choice::RetryMerge => "retry the merge (fresh merge fix rounds)",
+            Choice::HandOver => "hand over to a human (needs-intervention; branch kept)",
+            Choice::SetAside => "set the branch aside (kept, renamed) and start the story over",
             Choice::Custom(s) => s,
         }
     }

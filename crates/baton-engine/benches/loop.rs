@@ -710,6 +710,7 @@ fn child(variant: &str) {
             planning_dir: root.join(PLANNING_DIR),
             escalations_log: root.join("_bmad-output").join("escalations.log"),
             batch: total_stories,
+            parallel: 1,
             stories: None,
             dispatch: DispatchOptions {
                 story_review: false,

@@ -102,9 +102,19 @@ impl RunCtx {
         self.run.commit(unit.as_ref(), message).await;
     }
 
-    /// Facts of `key`, for [`baton_core::story::decide`].
+    /// Facts of `key`, for [`baton_core::story::decide`], with its story file in the project's
+    /// stories folder.
     pub fn facts(&self, key: &str) -> Result<StoryFacts, EngineError> {
-        let story_path = self.story_path(key);
+        self.facts_at(key, &self.story_path(key), &self.settings.root)
+    }
+
+    /// Facts of `key` whose story file is (or will be) `story_path`, in the tree at `root`.
+    pub fn facts_at(
+        &self,
+        key: &str,
+        story_path: &Path,
+        root: &Path,
+    ) -> Result<StoryFacts, EngineError> {
         let (status, events, steps, escalations) = self.with_ledger(|l| {
             l.refresh()?;
             let status = l
@@ -151,7 +161,11 @@ impl RunCtx {
             key: key.to_owned(),
             status,
             status_reason,
-            story_file: self.rel(&story_path),
+            story_file: story_path
+                .strip_prefix(root)
+                .unwrap_or(story_path)
+                .display()
+                .to_string(),
             story_file_exists: story_path.is_file(),
             steps: steps
                 .into_iter()
@@ -203,8 +217,18 @@ pub struct StoryCtx {
     pub key: String,
     /// The story as a unit of the run, with the tree it works in.
     pub unit: Unit,
+    /// Its own worktree and branch, when it is worked beside others.
+    pub tree: Option<StoryTree>,
     /// What the report says of it.
     pub report: Mutex<StoryReport>,
+}
+
+/// A story's own worktree and branch, and the lane that merges it into the base.
+pub struct StoryTree {
+    /// The branch (`baton/<key>`).
+    pub branch: String,
+    /// The merge lane of the run.
+    pub lane: Arc<crate::workflows::sprint::lane::MergeLane>,
 }
 
 impl StoryCtx {
@@ -214,6 +238,7 @@ impl StoryCtx {
             unit: run.unit(UnitKey::Story(key.to_owned())),
             run,
             key: key.to_owned(),
+            tree: None,
             report: Mutex::new(StoryReport {
                 key: key.to_owned(),
                 ..StoryReport::default()
@@ -221,9 +246,47 @@ impl StoryCtx {
         }
     }
 
-    /// The story file.
+    /// A context for `key` worked in its own worktree `workspace` on `tree`'s branch.
+    pub fn in_tree(
+        run: Arc<RunCtx>,
+        key: &str,
+        workspace: Arc<Workspace>,
+        tree: StoryTree,
+    ) -> StoryCtx {
+        let mut ctx = StoryCtx::new(run, key);
+        ctx.unit = Unit::new(ctx.unit.key.clone(), workspace);
+        ctx.tree = Some(tree);
+        ctx
+    }
+
+    /// The story folder in the tree the story works in.
+    pub fn stories_dir(&self) -> PathBuf {
+        let s = &self.run.settings;
+        match s.stories_dir.strip_prefix(&s.root) {
+            Ok(rel) if self.tree.is_some() => self.workspace().root().join(rel),
+            _ => s.stories_dir.clone(),
+        }
+    }
+
+    /// The story file, in the tree the story works in.
     pub fn story_path(&self) -> PathBuf {
-        self.run.story_path(&self.key)
+        if self.tree.is_none() {
+            return self.run.story_path(&self.key);
+        }
+        let dir = self.stories_dir();
+        baton_store::story_file::find(&dir, &self.key)
+            .unwrap_or_else(|| dir.join(format!("{}.md", self.key)))
+    }
+
+    /// A path in the story's tree relative to its root, for messages and prompts.
+    pub fn rel(&self, p: &Path) -> String {
+        if self.tree.is_none() {
+            return self.run.rel(p);
+        }
+        p.strip_prefix(self.workspace().root())
+            .unwrap_or(p)
+            .display()
+            .to_string()
     }
 
     /// The tree the story's agents work in.
@@ -238,7 +301,9 @@ impl StoryCtx {
 
     /// The facts [`baton_core::story::decide`] reads.
     pub fn load_facts(&self) -> Result<StoryFacts, EngineError> {
-        let facts = self.run.facts(&self.key)?;
+        let facts = self
+            .run
+            .facts_at(&self.key, &self.story_path(), self.workspace().root())?;
         if let Ok(mut r) = self.report.lock() {
             r.review_rounds = facts.rounds_used();
         }
@@ -297,9 +362,80 @@ impl StoryCtx {
         self.run.run.commit(Some(&self.unit), message).await;
     }
 
-    /// Carries out a move: the baseline commit first when development starts, then the durable
-    /// transition, then the stage commit that goes with it.
+    /// The branch of the story's own worktree (empty when it works in the main tree).
+    pub fn tree_branch(&self) -> String {
+        self.tree
+            .as_ref()
+            .map(|t| t.branch.clone())
+            .unwrap_or_default()
+    }
+
+    /// A path relative to the project root, for messages.
+    pub fn rel_to_project(&self, p: &Path) -> String {
+        self.run.rel(p)
+    }
+
+    fn request(&self, m: &Move) -> Request {
+        Request {
+            key: self.key.clone(),
+            to: m.to,
+            actor: m.actor,
+            reason: m.reason.clone(),
+            note: None,
+            force: m.force,
+            run_id: Some(self.run.id.clone()),
+        }
+    }
+
+    /// Carries out a move. A story in its own worktree that is about to be merged (`done`, or
+    /// QA after review) goes through the merge lane first: its story file gets the status the
+    /// move will give it, the stage commit is made in the worktree, the lane brings the work into
+    /// the base branch, and only then is the move made. When the lane asks a human instead, the
+    /// move waits for the answer.
     pub async fn transition(&self, m: &Move) -> Result<(), EngineError> {
+        let Some(tree) = &self.tree else {
+            return self.apply(m).await;
+        };
+        if !matches!(m.to, Status::Done | Status::E2eVerify) {
+            return self.apply(m).await;
+        }
+        let story = self.story_path();
+        if story.is_file() {
+            let req = self.request(m);
+            let now = self.run.clock.now();
+            let text = self.run.with_ledger(|l| {
+                l.refresh()?;
+                Ok(l.status_text(&req, &now))
+            })?;
+            if let Some(text) = text {
+                baton_store::story_file::sync_status(&story, &text).map_err(|e| {
+                    EngineError::File {
+                        path: story.clone(),
+                        message: e.to_string(),
+                    }
+                })?;
+                self.workspace().touched(&[&story]);
+            }
+        }
+        if let Some(what) = &m.commit {
+            self.commit(what).await;
+        }
+        match tree.lane.merge(self).await? {
+            crate::workflows::sprint::lane::Merged::Merged => {}
+            _ => return Ok(()),
+        }
+        let mut merged = m.clone();
+        merged.commit = None;
+        self.apply(&merged).await?;
+        if m.to == Status::Done {
+            tree.lane.retire(self).await;
+        }
+        Ok(())
+    }
+
+    /// Makes a move: the baseline commit first when development starts, then the durable
+    /// transition, then the stage commit that goes with it.
+    async fn apply(&self, m: &Move) -> Result<(), EngineError> {
         let story = self.story_path();
         let ws = self.workspace();
         if m.baseline
@@ -309,15 +445,7 @@ impl StoryCtx {
             story_doc::set_baseline(&story, &head)?;
             ws.touched(&[&story]);
         }
-        let req = Request {
-            key: self.key.clone(),
-            to: m.to,
-            actor: m.actor,
-            reason: m.reason.clone(),
-            note: None,
-            force: m.force,
-            run_id: Some(self.run.id.clone()),
-        };
+        let req = self.request(m);
         let now = self.run.clock.now();
         let (applied, sprint_file) = self.run.with_ledger(|l| {
             let applied = l.transition(&req, &now)?;

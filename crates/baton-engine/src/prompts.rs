@@ -25,6 +25,10 @@ pub const SDD_IMPLEMENT: &str = include_str!("prompts/sdd_implement.md");
 pub const SDD_FIX: &str = include_str!("prompts/sdd_fix.md");
 /// A plan task's review (spec, quality, security, performance).
 pub const SDD_REVIEW: &str = include_str!("prompts/sdd_review.md");
+/// A merge fix round: conflicts between a story's branch and the base.
+pub const MERGE_CONFLICT: &str = include_str!("prompts/merge_conflict.md");
+/// A merge fix round: the tests fail on the story's branch brought up to date with the base.
+pub const MERGE_TESTS: &str = include_str!("prompts/merge_tests.md");
 /// An epic's retrospective.
 pub const RETRO: &str = include_str!("prompts/retro.md");
 

@@ -15,6 +15,9 @@ const MAX_SECS: u64 = 100 * 365 * 24 * 3600;
 pub struct SprintOptions {
     /// Stories per run (default 3).
     pub batch: Option<usize>,
+    /// Stories in flight at once, each in its own worktree (default 1: one at a time, in the
+    /// project's own tree).
+    pub parallel: Option<usize>,
     /// Explicit stories, in this order.
     pub stories: Option<Vec<String>>,
     /// Review each story document before development (default off).
@@ -54,6 +57,9 @@ pub struct SprintSettings {
     pub escalations_log: PathBuf,
     /// Stories per run.
     pub batch: usize,
+    /// Stories in flight at once (1: one at a time in the main tree; more: each in its own
+    /// worktree, merged through the merge lane).
+    pub parallel: usize,
     /// Explicit stories, in this order.
     pub stories: Option<Vec<String>>,
     /// Story-document review and QA stages.
@@ -120,6 +126,7 @@ impl SprintSettings {
             stories_dir,
             planning_dir,
             batch: opts.batch.unwrap_or(3).max(1),
+            parallel: opts.parallel.unwrap_or(1).max(1),
             stories: opts.stories,
             dispatch: DispatchOptions {
                 story_review: opts.story_review.unwrap_or(false),

@@ -5,7 +5,8 @@
 use crate::ctx::StoryCtx;
 use crate::error::EngineError;
 use crate::stages;
-use baton_core::story::{Decision, StoryEnd, decide};
+use baton_core::escalation::{Choice, EscalationKind};
+use baton_core::story::{Decision, StoryEnd, StoryFacts, decide};
 
 /// How a story's drive ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +37,16 @@ pub async fn drive(ctx: &StoryCtx) -> Result<Ended, EngineError> {
             }
             Decision::Move(m) => ctx.transition(&m).await?,
             Decision::Escalate(e) => ctx.raise(&e, &facts).await?,
-            Decision::Resolve { id, then } => ctx.resolve(id, then.as_ref()).await?,
+            Decision::Resolve { id, then } => {
+                if let Some(aside) = set_aside(ctx, &facts, id).await? {
+                    ctx.resolve(id, then.as_ref()).await?;
+                    return Ok(Ended::Story(StoryEnd::Skipped(format!(
+                        "its branch is set aside as `{aside}`; the story starts over on the \
+                         next run"
+                    ))));
+                }
+                ctx.resolve(id, then.as_ref()).await?
+            }
             Decision::Wait(id) => return Ok(Ended::Paused(id)),
             Decision::End(end) => return Ok(Ended::Story(end)),
         }
@@ -45,4 +55,23 @@ pub async fn drive(ctx: &StoryCtx) -> Result<Ended, EngineError> {
         key: ctx.key.clone(),
         what: format!("{MAX_DECISIONS} decisions"),
     })
+}
+
+/// When the answer to escalation `id` sets the story's branch aside (a merge the rounds could
+/// not make): renames the branch, removes the worktree, and returns the branch's new name.
+async fn set_aside(
+    ctx: &StoryCtx,
+    facts: &StoryFacts,
+    id: i64,
+) -> Result<Option<String>, EngineError> {
+    let Some(tree) = &ctx.tree else {
+        return Ok(None);
+    };
+    let asked = facts.escalations.iter().find(|e| e.id == id);
+    if !asked.is_some_and(|e| {
+        e.kind == EscalationKind::MergeConflict && e.answer == Some(Choice::SetAside)
+    }) {
+        return Ok(None);
+    }
+    tree.lane.set_aside(ctx, id).await.map(Some)
 }

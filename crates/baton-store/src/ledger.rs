@@ -296,6 +296,20 @@ impl<J: Journal> Ledger<J> {
         }
     }
 
+    /// The text a move of story `key` to `to` would leave on its story file's `Status:` line
+    /// (the sprint file's value for it, extended statuses as configured); nothing is written.
+    /// `None` when the move would change nothing or is refused.
+    pub fn status_text(&self, req: &Request, now: &Now) -> Option<String> {
+        let (changes, _) = self.plan(req, now).ok()?;
+        let first = changes.first()?.clone();
+        let mut doc = self.doc.clone();
+        let edit = EditOptions {
+            write_extended: self.opts.write_extended,
+        };
+        doc.apply(&[first], now.stamp, edit).ok()?;
+        doc.sprint().get(&req.key)?.raw.clone()
+    }
+
     /// Makes one transition durable (plus the epic's follow-up, if any). Returns the changes
     /// written; empty if the key already had that status.
     pub fn transition(&mut self, req: &Request, now: &Now) -> Result<Vec<Applied>, LedgerError> {

@@ -136,9 +136,10 @@ pub fn run(args: &DemoArgs) -> Result<Code> {
         Some(m) => say(&format!("The agents run on the live model `{m}`.\n")),
     }
     let cfg = crate::project::config(&dir)?;
-    let settings = super::sprint::settings(&cfg, Some(3), None, false)?;
+    let settings = super::sprint::settings(&cfg, Some(3), None, None, false)?;
     let sprint_args = SprintArgs {
         batch: Some(3),
+        parallel: None,
         stories: None,
         yolo: true,
         run: RunArgs {

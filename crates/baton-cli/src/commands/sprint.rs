@@ -24,12 +24,14 @@ use std::sync::{Arc, Mutex};
 pub fn settings(
     cfg: &Config,
     batch: Option<usize>,
+    parallel: Option<usize>,
     stories: Option<Vec<String>>,
     allow_dirty: bool,
 ) -> Result<SprintSettings> {
     let s = &cfg.sprint;
     let opts = SprintOptions {
         batch: batch.or(s.batch),
+        parallel: parallel.or(s.parallel),
         stories,
         story_review: s.story_review,
         qa: s.qa,
@@ -118,7 +120,21 @@ pub fn print_report(report: &SprintReport, json: bool) -> Result<()> {
 pub fn run(root: &Path, args: &SprintArgs) -> Result<Code> {
     super::sdd::check_budget_args(&args.run.budget)?;
     let cfg = super::sdd::with_budget(crate::project::config(root)?, &args.run.budget);
-    let settings = settings(&cfg, args.batch, args.stories.clone(), args.run.allow_dirty)?;
+    if let Some(n) = args.parallel
+        && !(1..=baton_config::limits::MAX_PARALLEL).contains(&n)
+    {
+        bail!(
+            "--parallel {n}: give 1 to {} stories in flight at once",
+            baton_config::limits::MAX_PARALLEL
+        );
+    }
+    let settings = settings(
+        &cfg,
+        args.batch,
+        args.parallel,
+        args.stories.clone(),
+        args.run.allow_dirty,
+    )?;
     let report = run_sprint(root, &cfg, args, settings)?;
     print_report(&report, args.run.json)?;
     Ok(exit_code(&report))

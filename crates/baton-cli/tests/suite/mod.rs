@@ -11,6 +11,7 @@ mod hand_edits;
 mod hardening;
 mod init;
 mod log;
+mod parallel;
 mod plan_pipeline;
 mod planning;
 mod regression;

@@ -607,6 +607,32 @@ fn resolve(f: &StoryFacts, e: &EscalationFact) -> Decision {
                 )
             })
         }
+        (EscalationKind::MergeConflict, Some(Choice::HandOver)) => {
+            (status != Some(Status::NeedsIntervention)).then(|| {
+                human(
+                    Status::NeedsIntervention,
+                    format!(
+                        "handed over to a human (escalation #{}: {}); its branch is kept",
+                        e.id, e.title
+                    ),
+                    false,
+                    None,
+                )
+            })
+        }
+        (EscalationKind::MergeConflict, Some(Choice::SetAside)) => {
+            (status != Some(Status::Backlog)).then(|| {
+                human(
+                    Status::Backlog,
+                    format!(
+                        "its branch was set aside (escalation #{}); the story starts over",
+                        e.id
+                    ),
+                    true,
+                    None,
+                )
+            })
+        }
         (EscalationKind::Checkpoint, Some(_)) => (status != Some(Status::InProgress)).then(|| {
             human(
                 Status::InProgress,

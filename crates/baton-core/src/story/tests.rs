@@ -627,6 +627,8 @@ fn every_answer_of_every_kind_resolves_to_its_move() {
                 (Choice::Stop, _) => Some((NeedsIntervention, false)),
                 (Choice::Confirm, _) => Some((Done, false)),
                 (Choice::SendBack, _) => Some((InProgress, false)),
+                (Choice::HandOver, _) => Some((NeedsIntervention, false)),
+                (Choice::SetAside, _) => Some((Backlog, true)),
                 _ => None,
             };
             assert_eq!(

@@ -86,6 +86,41 @@ pub struct Event {
     pub body: EventBody,
 }
 
+/// Where a story worked in its own worktree stands on its way into the base branch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MergePhase {
+    /// It works in its own worktree, on its own branch.
+    Worktree,
+    /// It waits for its turn in the merge lane.
+    Queued,
+    /// Its branch is being brought up to date with the base (rebased).
+    Rebasing,
+    /// The rebase stopped at a conflict: a merge fix round follows.
+    Conflict,
+    /// The project's tests run on the updated branch.
+    Testing,
+    /// The base branch was fast-forwarded to it.
+    Merged,
+    /// Its worktree and branch are kept (not merged, or holding work).
+    Kept,
+}
+
+impl MergePhase {
+    /// The kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MergePhase::Worktree => "worktree",
+            MergePhase::Queued => "queued",
+            MergePhase::Rebasing => "rebasing",
+            MergePhase::Conflict => "conflict",
+            MergePhase::Testing => "testing",
+            MergePhase::Merged => "merged",
+            MergePhase::Kept => "kept",
+        }
+    }
+}
+
 /// What happened: the body of an [`Event`], tagged `event` in JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -301,6 +336,15 @@ pub enum EventBody {
         /// Whether its artifact was written and reads complete.
         ok: bool,
         /// The artifact, or why there is none.
+        detail: String,
+    },
+    /// A story worked in its own worktree, on its way into the base branch.
+    Merge {
+        /// Story.
+        key: String,
+        /// Where it is.
+        phase: MergePhase,
+        /// The branch, the files in conflict, the base: what the phase concerns.
         detail: String,
     },
     /// An operation was not carried out.

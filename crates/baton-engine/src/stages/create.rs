@@ -19,7 +19,7 @@ impl StageWork for Create {
             &[
                 ("key", &ctx.key),
                 ("mode", plan.mode),
-                ("story_file", &run.rel(&ctx.story_path())),
+                ("story_file", &ctx.rel(&ctx.story_path())),
                 ("planning_dir", &run.rel(&run.settings.planning_dir)),
             ],
         ))

@@ -27,7 +27,7 @@ impl StageWork for Develop {
             .as_ref()
             .map(|c| prompts::render(prompts::TESTS_LINE, &[("command", &c.join(" "))]))
             .unwrap_or_default();
-        let story_file = run.rel(&story);
+        let story_file = ctx.rel(&story);
         if plan.stage != Stage::Fix {
             return Ok(prompts::render(
                 prompts::DEV,
@@ -81,7 +81,7 @@ impl StageWork for Develop {
             timeout: run.settings.test_timeout,
             env_remove: run.setup.commands.env_remove.clone(),
         };
-        let result = checks::run_tests(&run.settings.root, &test, &run.setup.cancel).await;
+        let result = checks::run_tests(ctx.workspace().root(), &test, &run.setup.cancel).await;
         ctx.emit(EventBody::Tests {
             key: ctx.key.clone(),
             passed: result.passed(),

@@ -22,7 +22,6 @@ const SHORT_ID: usize = 12;
 
 impl StageWork for Review {
     async fn task(&self, plan: &StagePlan, ctx: &StoryCtx) -> Result<String, EngineError> {
-        let run = &ctx.run;
         let story = ctx.story_path();
         let base = story_doc::baseline(&story);
         let changed = ctx
@@ -51,7 +50,7 @@ impl StageWork for Review {
                 ("key", &ctx.key),
                 ("round", &plan.round.to_string()),
                 ("mode", plan.mode),
-                ("story_file", &run.rel(&story)),
+                ("story_file", &ctx.rel(&story)),
                 ("base", &base_note),
                 ("changed", &prompts::list(&changed_code)),
                 ("unlisted", &prompts::list(&check.unlisted)),

@@ -17,7 +17,7 @@ impl StageWork for StoryReview {
             prompts::STORY_REVIEW,
             &[
                 ("key", &ctx.key),
-                ("story_file", &ctx.run.rel(&ctx.story_path())),
+                ("story_file", &ctx.rel(&ctx.story_path())),
             ],
         ))
     }

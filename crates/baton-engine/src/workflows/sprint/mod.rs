@@ -6,6 +6,8 @@
 //! [`baton_core::story::decide`]'s; state lives in the sprint file, the story files and the
 //! journal only, so a run killed anywhere resumes from them.
 
+pub mod lane;
+mod parallel;
 pub mod recovery;
 pub mod report;
 
@@ -194,6 +196,18 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
     });
     // Retrospectives an earlier (killed) run owed come first.
     hold_retrospectives(run).await;
+    let deadline = tokio::time::Instant::now()
+        .checked_add(run.settings.run_timeout)
+        .unwrap_or_else(far_future);
+    if run.settings.parallel > 1 {
+        // Each story in its own worktree: one story's escalation does not hold the others.
+        if let Some((end, why)) = parallel::run(run, &keys, deadline, &mut report).await {
+            report.end = end;
+            report.reason = why;
+            return report;
+        }
+        return summarize(report);
+    }
     // An open escalation of another story blocks new stories (its own story may resume); a plan
     // task's (`baton sdd`, keyed `sdd:…`) is not the sprint's.
     let open: Vec<_> = run
@@ -202,9 +216,6 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
         .into_iter()
         .filter(|e| !e.key.as_deref().is_some_and(|k| k.starts_with("sdd:")))
         .collect();
-    let deadline = tokio::time::Instant::now()
-        .checked_add(run.settings.run_timeout)
-        .unwrap_or_else(far_future);
     for (i, key) in keys.iter().enumerate() {
         let left = keys.len() - i;
         if let Some(e) = open.iter().find(|e| e.key.as_deref() != Some(key.as_str())) {
@@ -219,60 +230,11 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
             .settings
             .story_timeout
             .min(deadline.saturating_duration_since(tokio::time::Instant::now()));
-        let ended = match tokio::time::timeout(budget, drive(&ctx)).await {
-            Ok(Ok(end)) => end,
-            Ok(Err(e)) => Ended::Story(intervene(&ctx, e.to_string()).await),
-            Err(_) => {
-                let why = format!("story timed out after {} s", budget.as_secs());
-                Ended::Story(intervene(&ctx, why).await)
-            }
-        };
+        let ended = drive_in_time(&ctx, budget).await;
         if ended == Ended::Story(StoryEnd::Done) {
             hold_retrospectives(run).await;
         }
-        let mut story = ctx.report.lock().map(|r| r.clone()).unwrap_or_default();
-        story.final_status = run.status(key).map(|s| s.to_string()).unwrap_or_default();
-        let (stop, reason) = match ended {
-            Ended::Story(StoryEnd::Done) => {
-                report.completed += 1;
-                (None, None)
-            }
-            Ended::Story(StoryEnd::NeedsIntervention(why)) => {
-                report.failed += 1;
-                (None, Some(why))
-            }
-            Ended::Story(StoryEnd::Skipped(why)) => {
-                report.skipped += 1;
-                (None, Some(why))
-            }
-            Ended::Paused(id) => {
-                report.skipped += 1;
-                let esc = run.escalation_view(id).ok().flatten();
-                let title = esc.as_ref().map(|e| e.title.clone()).unwrap_or_default();
-                report.escalation = esc;
-                (
-                    Some((RunEnd::Paused, format!("escalation #{id}: {title}"))),
-                    Some("paused".to_owned()),
-                )
-            }
-            Ended::Story(StoryEnd::Stopped(why)) => {
-                (Some((RunEnd::Stopped, why.clone())), Some(why))
-            }
-            Ended::Story(StoryEnd::Cancelled) => (
-                Some((RunEnd::Cancelled, "cancelled".into())),
-                Some("cancelled".into()),
-            ),
-        };
-        story.error = reason.clone();
-        ctx.emit(EventBody::StoryFinished {
-            key: key.clone(),
-            status: run
-                .status(key)
-                .unwrap_or(StatusValue::Unknown(String::new())),
-            reason,
-        });
-        report.stories.push(story);
-        if let Some((end, why)) = stop {
+        if let Some((end, why)) = record(run, &ctx, ended, &mut report) {
             report.end = end;
             report.reason = why;
             report.skipped += left - 1;
@@ -292,6 +254,11 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
             return report;
         }
     }
+    summarize(report)
+}
+
+/// The end of a run whose stories all had their turn: completed only when every one is done.
+fn summarize(mut report: SprintReport) -> SprintReport {
     if report.end == RunEnd::Completed {
         if report.failed > 0 {
             report.end = RunEnd::Failed;
@@ -314,6 +281,77 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
         }
     }
     report
+}
+
+/// Drives one story under `budget` (the story timeout, or what is left of the run's); a story
+/// the engine could not drive, or that ran out of time, is moved to `needs-intervention`.
+async fn drive_in_time(ctx: &StoryCtx, budget: std::time::Duration) -> Ended {
+    match tokio::time::timeout(budget, drive(ctx)).await {
+        Ok(Ok(end)) => end,
+        Ok(Err(e)) => Ended::Story(intervene(ctx, e.to_string()).await),
+        Err(_) => {
+            let why = format!("story timed out after {} s", budget.as_secs());
+            Ended::Story(intervene(ctx, why).await)
+        }
+    }
+}
+
+/// Adds how a story ended to the report and says so; returns how the run must end because of
+/// it (paused, stopped, cancelled), if it must.
+fn record(
+    run: &RunCtx,
+    ctx: &StoryCtx,
+    ended: Ended,
+    report: &mut SprintReport,
+) -> Option<(RunEnd, String)> {
+    let key = &ctx.key;
+    let mut story = ctx.report.lock().map(|r| r.clone()).unwrap_or_default();
+    story.final_status = run.status(key).map(|s| s.to_string()).unwrap_or_default();
+    let (stop, reason) = match ended {
+        Ended::Story(StoryEnd::Done) => {
+            report.completed += 1;
+            (None, None)
+        }
+        Ended::Story(StoryEnd::NeedsIntervention(why)) => {
+            report.failed += 1;
+            (None, Some(why))
+        }
+        Ended::Story(StoryEnd::Skipped(why)) => {
+            report.skipped += 1;
+            (None, Some(why))
+        }
+        Ended::Paused(id) => {
+            report.skipped += 1;
+            let esc = run.escalation_view(id).ok().flatten();
+            let title = esc.as_ref().map(|e| e.title.clone()).unwrap_or_default();
+            report.escalation = esc;
+            (
+                Some((RunEnd::Paused, format!("escalation #{id}: {title}"))),
+                Some("paused".to_owned()),
+            )
+        }
+        Ended::Story(StoryEnd::Stopped(why)) => (Some((RunEnd::Stopped, why.clone())), Some(why)),
+        Ended::Story(StoryEnd::Cancelled) => (
+            Some((RunEnd::Cancelled, "cancelled".into())),
+            Some("cancelled".into()),
+        ),
+    };
+    if let Some(tree) = &ctx.tree
+        && story.final_status != Status::Done.as_str()
+    {
+        story.branch = Some(tree.branch.clone());
+        story.worktree = Some(ctx.rel_to_project(ctx.workspace().root()));
+    }
+    story.error = reason.clone();
+    ctx.emit(EventBody::StoryFinished {
+        key: key.clone(),
+        status: run
+            .status(key)
+            .unwrap_or(StatusValue::Unknown(String::new())),
+        reason,
+    });
+    report.stories.push(story);
+    stop
 }
 
 /// `1 story`, `2 stories`.

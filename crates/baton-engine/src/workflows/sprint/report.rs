@@ -54,6 +54,12 @@ pub struct StoryReport {
     pub usage_estimated: bool,
     /// Why it did not finish, if it did not.
     pub error: Option<String>,
+    /// Its branch, kept because it was not merged (stories worked in parallel only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// Its worktree, kept with the branch (project-relative).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
 }
 
 /// The batch report.

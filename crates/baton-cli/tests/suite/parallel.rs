@@ -1,0 +1,343 @@
+//! `baton sprint --parallel N` end to end: stories in their own git worktrees on real git, agents
+//! replayed by the script provider, and the merge lane bringing each story into the base branch
+//! (a conflict through a merge fix round; one the rounds cannot resolve escalated, its branch
+//! kept).
+
+use super::common::{Project, SPRINT_REL, s, utc_stamp};
+use super::sprint::{
+    STORIES, STRAIGHT, Script, call, dirty, git, git_init, journal, pairs, pass_verdict, re, short,
+    sprint_json, statuses, subjects, transitions,
+};
+use serde_json::json;
+use std::time::SystemTime;
+
+/// Two epics of two stories each: with the default dependency rule, `1-2` waits for `1-1` and
+/// `2-2` for `2-1`, so the first two run side by side.
+const A1: &str = "1-1-alpha";
+const A2: &str = "1-2-beta";
+const B1: &str = "2-1-gamma";
+const B2: &str = "2-2-delta";
+const FOUR: [&str; 4] = [A1, A2, B1, B2];
+
+/// The shared file both first stories edit on the same line.
+const SHARED: &str = "src/lib.txt";
+
+fn project(script: &Script, sprint_toml: &str) -> Project {
+    let p = Project::empty();
+    p.write(
+        "baton.toml",
+        &format!(
+            "[sprint]\ntest_command = [\"cat\", \"tests-pass\"]\n{sprint_toml}\n\n[agents]\nmodel = \"script/t\"\n"
+        ),
+    );
+    let now = utc_stamp(SystemTime::now());
+    p.write(
+        SPRINT_REL,
+        &format!(
+            "# parallel stories\ngenerated: {now}\nlast_updated: {now}\nproject: e2e\n\
+             project_key: NOKEY\ntracking_system: file-system\nstory_location: {STORIES}\n\n\
+             development_status:\n  epic-1: backlog\n  {A1}: backlog\n  {A2}: backlog\n  \
+             epic-1-retrospective: optional\n\n  epic-2: backlog\n  {B1}: backlog\n  {B2}: \
+             backlog\n  epic-2-retrospective: optional\n"
+        ),
+    );
+    p.write(".baton/.gitignore", "*\n");
+    p.write(SHARED, "the product\n");
+    script.install(&p);
+    git_init(&p);
+    p
+}
+
+/// The developer implements `key` and rewrites the shared line as its own.
+fn develop_shared(script: Script, key: &str) -> Script {
+    script
+        .turn(
+            "developer",
+            &re(&format!("Implement story `{key}` (mode: dev)")),
+            "Red first: the test, then the code.",
+            vec![
+                call(
+                    "write_file",
+                    json!({ "path": format!("src/{key}.rs"), "content": format!("// {key}\n") }),
+                ),
+                call(
+                    "write_file",
+                    json!({ "path": SHARED, "content": format!("the product, by {key}\n") }),
+                ),
+                call(
+                    "edit_file",
+                    json!({
+                        "path": format!("{STORIES}/{key}.md"),
+                        "old_string": "### File List\n",
+                        "new_string": format!("### File List\n\n- src/{key}.rs\n- {SHARED}\n"),
+                    }),
+                ),
+                call(
+                    "write_file",
+                    json!({ "path": "tests-pass", "content": "ok\n" }),
+                ),
+            ],
+        )
+        .turn(
+            "developer",
+            &re(&format!("to `src/{key}.rs`")),
+            &format!("Implemented `{key}`. All tests pass."),
+            vec![],
+        )
+}
+
+/// The developer's merge fix round for `key`: writes `resolution` over the shared file (after
+/// the dev turns in the script, so their tool results never reach this turn's answer).
+fn resolve(script: Script, key: &str, resolution: &str) -> Script {
+    script
+        .turn(
+            "developer",
+            &format!(
+                "(?s){}.*{}",
+                re(&format!("Resolve the merge conflicts of story `{key}`")),
+                re(&format!("- `{SHARED}`"))
+            ),
+            "Keeping what both sides meant.",
+            vec![call(
+                "write_file",
+                json!({ "path": SHARED, "content": resolution }),
+            )],
+        )
+        .turn(
+            "developer",
+            &format!("^wrote [0-9]+ bytes to {}", re(&format!("`{SHARED}`"))),
+            "Resolved; no marker is left.",
+            vec![],
+        )
+}
+
+fn review_pass(script: Script, key: &str) -> Script {
+    script.review(key, 1, &pass_verdict(&format!("{key} meets its criteria")))
+}
+
+/// Commit subjects of `key`'s stage commits, oldest first.
+fn story_subjects(all: &[String], key: &str) -> Vec<String> {
+    let prefix = format!("story({}): ", short(key));
+    all.iter()
+        .filter(|s| s.starts_with(&prefix))
+        .cloned()
+        .collect()
+}
+
+fn branches(p: &Project) -> Vec<String> {
+    git(p.root(), &["branch", "--format=%(refname:short)"])
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn worktrees(p: &Project) -> usize {
+    git(p.root(), &["worktree", "list", "--porcelain"])
+        .lines()
+        .filter(|l| l.starts_with("worktree "))
+        .count()
+}
+
+#[test]
+fn four_stories_two_at_a_time_merge_through_one_lane_and_a_conflict_gets_a_fix_round() {
+    let both = format!("the product, by {A1} and by {B1}\n");
+    let mut script = Script::new();
+    for key in [A1, B1] {
+        script = develop_shared(script.create(key), key);
+        script = review_pass(script, key);
+    }
+    for key in [A2, B2] {
+        script = review_pass(script.create(key).develop(key, true), key);
+    }
+    for key in [A1, B1] {
+        script = resolve(script, key, &both);
+    }
+    let p = project(&script, "");
+    let (events, report, run) = sprint_json(&p, &["--yolo", "--parallel", "2", "--batch", "4"], 0);
+    assert_eq!(report["end"], "completed", "{report:#}\n{}", run.stderr);
+    assert_eq!(report["completed"], 4, "{report:#}");
+
+    // Every story done, in the sprint file and in its story file on the base branch.
+    let st = statuses(&p);
+    for key in FOUR {
+        assert_eq!(st[key], "done", "{st:?}");
+        let text = std::fs::read_to_string(p.root().join(format!("{STORIES}/{key}.md")))
+            .expect("the story file reached the base branch");
+        assert!(
+            text.lines().any(|l| l.trim() == "Status: done"),
+            "{key}:\n{text}"
+        );
+    }
+    assert_eq!(
+        (st["epic-1"].as_str(), st["epic-2"].as_str()),
+        ("done", "done")
+    );
+
+    // The first two ran side by side: both were in flight before either was merged.
+    let order: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["event"] == "merge")
+        .map(|e| (s(e, "key").to_owned(), s(e, "phase").to_owned()))
+        .collect();
+    let at = |key: &str, phase: &str| {
+        order
+            .iter()
+            .position(|(k, p)| k == key && p == phase)
+            .unwrap_or_else(|| panic!("no {phase} of {key} in {order:?}"))
+    };
+    let first_merge = at(A1, "merged").min(at(B1, "merged"));
+    assert!(
+        at(A1, "worktree") < first_merge && at(B1, "worktree") < first_merge,
+        "{order:?}"
+    );
+    // The later stories of each epic started only after the earlier one merged.
+    assert!(at(A2, "worktree") > at(A1, "merged"), "{order:?}");
+    assert!(at(B2, "worktree") > at(B1, "merged"), "{order:?}");
+
+    // Exactly one of the two first stories met a conflict, resolved in one merge fix round.
+    let conflicted: Vec<&str> = [A1, B1]
+        .into_iter()
+        .filter(|k| order.iter().any(|(key, p)| key == k && p == "conflict"))
+        .collect();
+    assert_eq!(conflicted.len(), 1, "{order:?}");
+
+    // The base holds both changes, merged by the fix round.
+    assert_eq!(
+        std::fs::read_to_string(p.root().join(SHARED)).expect("shared file"),
+        both
+    );
+    for key in FOUR {
+        assert!(p.root().join(format!("src/{key}.rs")).is_file(), "{key}");
+    }
+
+    // Each story's commits are those a sequential run makes, in order: the conflict's
+    // resolution landed in the story's own dev commit.
+    let all = subjects(&p);
+    for key in FOUR {
+        let want: Vec<String> = ["create", "dev", "review passed"]
+            .iter()
+            .map(|w| format!("story({}): {w}", short(key)))
+            .collect();
+        assert_eq!(story_subjects(&all, key), want, "{all:?}");
+    }
+    // A line of stories: no merge commit.
+    let merges = git(p.root(), &["log", "--merges", "--format=%s"]);
+    assert_eq!(merges.trim(), "", "merge commits on the base");
+
+    // Each transition journaled exactly once; nothing left behind.
+    for key in FOUR {
+        assert_eq!(transitions(&p, key), pairs(&STRAIGHT), "journal of {key}");
+    }
+    assert_eq!(dirty(&p), Vec::<String>::new());
+    assert_eq!(worktrees(&p), 1, "worktrees left behind");
+    assert_eq!(branches(&p), ["main"], "story branches left behind");
+    assert!(
+        !p.root()
+            .join(".baton/worktrees")
+            .read_dir()
+            .is_ok_and(|mut d| d.next().is_some())
+    );
+    assert!(journal(&p).len() >= 16);
+}
+
+#[test]
+fn a_conflict_the_rounds_cannot_resolve_escalates_and_keeps_its_branch_while_others_finish() {
+    // The fix rounds leave the markers in: the developer writes a file that still conflicts.
+    let stuck = "<<<<<<< ours\nthe product\n=======\nstill undecided\n>>>>>>> theirs\n";
+    let mut script = Script::new();
+    for key in [A1, B1] {
+        script = develop_shared(script.create(key), key);
+        script = review_pass(script, key);
+    }
+    script = review_pass(script.create(A2).develop(A2, true), A2);
+    for key in [A1, B1] {
+        script = resolve(script, key, stuck);
+    }
+    let p = project(&script, "max_review_rounds = 2");
+    // Only three stories: `2-2` is not in the batch.
+    let (_, report, run) = sprint_json(
+        &p,
+        &[
+            "--yolo",
+            "--parallel",
+            "2",
+            "--stories",
+            &format!("{A1},{B1},{A2}"),
+        ],
+        3,
+    );
+    assert_eq!(report["end"], "paused", "{report:#}\n{}", run.stderr);
+    let stories = report["stories"].as_array().expect("stories");
+    let by_key = |k: &str| {
+        stories
+            .iter()
+            .find(|st| st["key"] == k)
+            .unwrap_or_else(|| panic!("{k} not in {report:#}"))
+    };
+    // One of the first two merged; the other escalated with its branch and worktree kept.
+    let (merged, stuck_key) = if by_key(A1)["final_status"] == "done" {
+        (A1, B1)
+    } else {
+        (B1, A1)
+    };
+    assert_eq!(by_key(merged)["final_status"], "done", "{report:#}");
+    let kept = by_key(stuck_key);
+    assert_eq!(kept["final_status"], "review", "{report:#}");
+    assert_eq!(kept["branch"], format!("baton/{stuck_key}"), "{report:#}");
+    assert_eq!(kept["worktree"], format!(".baton/worktrees/{stuck_key}"));
+    // `1-2` waited for `1-1` only: it finished if `1-1` merged, and was never started otherwise.
+    if merged == A1 {
+        assert_eq!(by_key(A2)["final_status"], "done", "{report:#}");
+    } else {
+        assert_eq!(by_key(A2)["final_status"], "backlog", "{report:#}");
+    }
+
+    // The escalation offers retry, hand over, set aside.
+    let open = super::sprint::open_escalations(&p);
+    assert_eq!(open.len(), 1, "{open:#?}");
+    assert_eq!(open[0]["kind"], "merge-conflict");
+    assert_eq!(open[0]["key"], stuck_key);
+    let options: Vec<&str> = open[0]["choices"]
+        .as_array()
+        .expect("choices")
+        .iter()
+        .map(|c| c["id"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(options, ["retry-merge", "hand-over", "set-aside"]);
+
+    // The branch survives with its commits, and the base never got its work.
+    let branch = format!("baton/{stuck_key}");
+    assert!(branches(&p).contains(&branch), "{:?}", branches(&p));
+    let own = git(
+        p.root(),
+        &["log", "--format=%s", &format!("main..{branch}")],
+    );
+    assert!(
+        own.contains(&format!("story({}): dev", short(stuck_key))),
+        "{own}"
+    );
+    let shared = std::fs::read_to_string(p.root().join(SHARED)).expect("shared");
+    assert_eq!(shared, format!("the product, by {merged}\n"));
+    assert!(!shared.contains("<<<<<<<"));
+    // The rebase was aborted: the kept worktree is on its branch, not stopped mid-rebase.
+    let wt = p.root().join(format!(".baton/worktrees/{stuck_key}"));
+    let head = git(&wt, &["symbolic-ref", "--short", "HEAD"]);
+    assert_eq!(head.trim(), branch);
+
+    // Handing it over: needs-intervention, branch and worktree still kept.
+    let id = open[0]["id"].as_i64().expect("id").to_string();
+    super::sprint::baton(&p, &["answer", &id, "hand-over"]).expect_code(0);
+    let (_, again, run) = sprint_json(
+        &p,
+        &["--yolo", "--parallel", "2", "--stories", stuck_key],
+        1,
+    );
+    assert_eq!(
+        statuses(&p)[stuck_key],
+        "needs-intervention",
+        "{again:#}\n{}",
+        run.stderr
+    );
+    assert!(branches(&p).contains(&branch));
+    assert!(wt.is_dir());
+}
