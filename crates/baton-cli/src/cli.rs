@@ -236,6 +236,10 @@ pub struct GuardArgs {
     /// baton gives the Claude Code workers it runs.
     #[arg(long)]
     pub policy: bool,
+    /// With `--policy`: the worktree the agent works in (a story worked in parallel, under
+    /// `.baton/worktrees/`), where the project's protected paths hold at the same places.
+    #[arg(long, value_name = "DIR", requires = "policy")]
+    pub tree: Option<PathBuf>,
 }
 
 /// `baton guard` actions.

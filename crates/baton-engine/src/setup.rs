@@ -295,7 +295,11 @@ impl Setup {
                 let worker = CliWorker {
                     program,
                     settings,
-                    policy_hook: self.cli.policy_hook.clone(),
+                    policy_hook: self
+                        .cli
+                        .policy_hook
+                        .as_ref()
+                        .map(|hook| tree_hook(hook, self.workspace.root(), workspace.root())),
                     allow_commands: self.commands.allow.clone(),
                     state_dir: self
                         .cli
@@ -445,5 +449,39 @@ mod tests {
             .insert("developer".into(), "pi/only-a-model".into());
         let err = s.worker("dev").err().unwrap().to_string();
         assert!(err.contains("pi/PROVIDER/MODEL"), "{err}");
+    }
+}
+
+/// The policy hook command for an agent working in `tree`: the project's own, told the worktree
+/// when `tree` is not the project's root (a story worked in parallel), so that the project's
+/// rules are judged where the agent works.
+fn tree_hook(hook: &str, project: &std::path::Path, tree: &std::path::Path) -> String {
+    if tree == project {
+        return hook.to_owned();
+    }
+    let quoted = format!("'{}'", tree.display().to_string().replace('\'', r"'\''"));
+    format!("{hook} --tree {quoted}")
+}
+
+#[cfg(test)]
+mod tree_hook_tests {
+    use super::tree_hook;
+    use std::path::Path;
+
+    #[test]
+    fn a_worktree_agent_s_hook_names_its_tree_quoted() {
+        let p = Path::new("/p");
+        assert_eq!(
+            tree_hook("baton guard --policy", p, p),
+            "baton guard --policy"
+        );
+        assert_eq!(
+            tree_hook(
+                "baton guard --policy",
+                p,
+                Path::new("/p/.baton/worktrees/it's")
+            ),
+            r"baton guard --policy --tree '/p/.baton/worktrees/it'\''s'"
+        );
     }
 }

@@ -159,6 +159,18 @@ impl Workspace {
             .filter(|s| !s.is_empty())
     }
 
+    /// The branches whose names start with `prefix` (short names, sorted).
+    pub async fn branches(&self, prefix: &str) -> Result<Vec<String>, GitError> {
+        let pattern = format!("refs/heads/{prefix}");
+        let out = self
+            .git
+            .run(&["for-each-ref", "--format=%(refname:short)", &pattern])
+            .await?;
+        let mut list: Vec<String> = out.lines().map(str::to_owned).collect();
+        list.sort();
+        Ok(list)
+    }
+
     /// The repository's worktrees (the main tree first).
     pub async fn worktrees(&self) -> Result<Vec<WorktreeInfo>, GitError> {
         let out = self

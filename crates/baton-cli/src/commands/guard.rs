@@ -94,9 +94,11 @@ pub fn run(root: &Path, args: &GuardArgs) -> Result<Code> {
                 .read_to_end(&mut input)
                 .map(|_| ());
             let answer = match read {
-                Ok(()) if args.policy => {
-                    super::policy::policy_hook(root, &String::from_utf8_lossy(&input))
-                }
+                Ok(()) if args.policy => super::policy::policy_hook_in(
+                    root,
+                    args.tree.as_deref(),
+                    &String::from_utf8_lossy(&input),
+                ),
                 Ok(()) => hook(root, &String::from_utf8_lossy(&input)),
                 Err(e) => HookAnswer::block(&format!(
                     "baton guard: cannot read the hook input ({e}); the call is blocked"

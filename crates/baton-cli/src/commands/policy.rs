@@ -35,14 +35,57 @@ fn str_field<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// Answers one hook call given as JSON text.
+/// Answers one hook call given as JSON text, for an agent working in the project itself.
+#[cfg(test)]
 pub fn policy_hook(root: &Path, input: &str) -> HookAnswer {
+    policy_hook_in(root, None, input)
+}
+
+/// Answers one hook call of an agent working in `tree` (a story's worktree under the project's
+/// `.baton/worktrees/`; `None`: the project itself), where the project's rules hold at the
+/// same places.
+pub fn policy_hook_in(root: &Path, tree: Option<&Path>, input: &str) -> HookAnswer {
+    let tree = match tree.map(|t| worktree_of(root, t)) {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(why)) => return block(&format!("{why}; the call is blocked")),
+    };
+    policy_call(root, tree.as_deref(), input)
+}
+
+/// `tree` if it is a worktree baton made for the project at `root` (a directory directly under
+/// its `.baton/worktrees/`), canonical.
+fn worktree_of(root: &Path, tree: &Path) -> Result<PathBuf, String> {
+    let not = || format!("`{}` is not a worktree of this project", tree.display());
+    let home = std::fs::canonicalize(root.join(".baton").join("worktrees")).map_err(|_| not())?;
+    let t = std::fs::canonicalize(tree).map_err(|_| not())?;
+    match t.strip_prefix(&home) {
+        Ok(rel) if rel.components().count() == 1 && t.is_dir() => Ok(t),
+        _ => Err(not()),
+    }
+}
+
+/// The sandbox an agent's call is judged by: the project's, or the same rules rooted at its
+/// worktree.
+fn sandbox_for(root: &Path, tree: Option<&Path>, cfg: &crate::config::Config) -> Result<Sandbox> {
+    let protected = cfg.protected();
+    Ok(match tree {
+        None => Sandbox::with_protected(root, &cfg.sandbox_deny, &protected)?,
+        Some(t) => {
+            let canonical = std::fs::canonicalize(root)?;
+            let relative = protected.relative_to(&[root, &canonical]);
+            Sandbox::with_protected(t, &cfg.sandbox_deny, &relative)?
+        }
+    })
+}
+
+fn policy_call(root: &Path, tree: Option<&Path>, input: &str) -> HookAnswer {
     let payload: Value = match serde_json::from_str(input) {
         Ok(v @ Value::Object(_)) => v,
         _ => return block("the hook input is not a JSON object; the call is blocked"),
     };
     if str_field(&payload, "hook_event_name") == "PreToolUse" {
-        match check(root, &payload) {
+        match check(root, tree, &payload) {
             Ok(None) => {}
             Ok(Some(refusal)) => return block(&refusal),
             Err(e) => {
@@ -174,11 +217,12 @@ fn check_path(path: &str, sandbox: &Sandbox, root: &Path, cwd: &Path) -> Option<
 }
 
 /// `Some(reason)` when the call must be refused.
-fn check(root: &Path, payload: &Value) -> Result<Option<String>> {
+fn check(project: &Path, tree: Option<&Path>, payload: &Value) -> Result<Option<String>> {
     let tool = str_field(payload, "tool_name");
+    let root = tree.unwrap_or(project);
     if tool == "Bash" {
-        let cfg = crate::config::Config::load_as(root, crate::trust::is_trusted(root))?;
-        let sandbox = Sandbox::with_protected(root, &cfg.sandbox_deny, &cfg.protected())?;
+        let cfg = crate::config::Config::load_as(project, crate::trust::is_trusted(project))?;
+        let sandbox = sandbox_for(project, tree, &cfg)?;
         let cwd = match str_field(payload, "cwd") {
             "" => root.to_path_buf(),
             c => PathBuf::from(c),
@@ -206,8 +250,8 @@ fn check(root: &Path, payload: &Value) -> Result<Option<String>> {
     if path.is_empty() {
         return Ok(Some(format!("`{tool}` names no file")));
     }
-    let cfg = crate::config::Config::load_as(root, crate::trust::is_trusted(root))?;
-    let sandbox = Sandbox::with_protected(root, &cfg.sandbox_deny, &cfg.protected())?;
+    let cfg = crate::config::Config::load_as(project, crate::trust::is_trusted(project))?;
+    let sandbox = sandbox_for(project, tree, &cfg)?;
     let cwd = match str_field(payload, "cwd") {
         "" => root.to_path_buf(),
         c => PathBuf::from(c),
@@ -382,5 +426,99 @@ mod tests {
     fn garbage_input_blocks() {
         let dir = project();
         assert_eq!(policy_hook(dir.path(), "not json").code, 2);
+    }
+}
+
+#[cfg(test)]
+mod tree_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A project with a story worktree directory under `.baton/worktrees/`.
+    fn project_with_tree() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("_bmad-output/implementation-artifacts")).unwrap();
+        let tree = root.join(".baton/worktrees/1-1-a");
+        std::fs::create_dir_all(tree.join("_bmad-output/implementation-artifacts")).unwrap();
+        std::fs::create_dir_all(tree.join("src")).unwrap();
+        (dir, tree)
+    }
+
+    fn pre_in(root: &Path, tree: &Path, tool: &str, input: Value) -> HookAnswer {
+        let payload = json!({
+            "hook_event_name": "PreToolUse",
+            "session_id": "s1",
+            "cwd": tree.display().to_string(),
+            "tool_name": tool,
+            "tool_input": input,
+        });
+        policy_hook_in(root, Some(tree), &payload.to_string())
+    }
+
+    #[test]
+    fn in_a_worktree_the_protected_paths_hold_and_its_own_files_are_writable() {
+        let (dir, tree) = project_with_tree();
+        let root = dir.path();
+        let sprint = "_bmad-output/implementation-artifacts/sprint-status.yaml";
+        let write = |path: String| {
+            pre_in(
+                root,
+                &tree,
+                "Write",
+                json!({ "file_path": path, "content": "x" }),
+            )
+        };
+        // The worktree's own copies of the sprint file, baton.toml and .baton/, and the main
+        // tree's (outside the worktree), by relative and absolute paths.
+        for path in [
+            sprint.to_owned(),
+            "baton.toml".to_owned(),
+            ".baton/baton.db".to_owned(),
+            tree.join(sprint).display().to_string(),
+            tree.join("baton.toml").display().to_string(),
+            root.join(sprint).display().to_string(),
+            root.join("baton.toml").display().to_string(),
+            root.join(".baton/baton.db").display().to_string(),
+            "../../../baton.toml".to_owned(),
+        ] {
+            let a = write(path.clone());
+            assert_eq!(a.code, 2, "{path} was writable from the worktree");
+        }
+        assert_eq!(write("src/lib.rs".to_owned()).code, 0);
+        assert_eq!(write(tree.join("src/lib.rs").display().to_string()).code, 0);
+        // The shell: a redirect onto the main tree's files, relative or through `cd`.
+        for line in [
+            "echo x > ../../../baton.toml",
+            "cd ../../.. && echo x > baton.toml",
+            "echo x > baton.toml",
+            "echo x >> .baton/baton.db",
+        ] {
+            let a = pre_in(root, &tree, "Bash", json!({ "command": line }));
+            assert_eq!(a.code, 2, "`{line}` was allowed in the worktree");
+        }
+    }
+
+    #[test]
+    fn a_tree_that_is_not_one_of_the_project_s_worktrees_blocks_every_call() {
+        let (dir, _) = project_with_tree();
+        let root = dir.path();
+        let elsewhere = tempfile::tempdir().unwrap();
+        for tree in [
+            elsewhere.path().to_path_buf(),
+            root.to_path_buf(),
+            root.join(".baton"),
+            root.join(".baton/worktrees"),
+            root.join(".baton/worktrees/missing"),
+        ] {
+            let a = pre_in(
+                root,
+                &tree,
+                "Write",
+                json!({ "file_path": "src/x.rs", "content": "x" }),
+            );
+            assert_eq!(a.code, 2, "{} was taken for a worktree", tree.display());
+            assert!(a.stderr.contains("not a worktree"), "{}", a.stderr);
+        }
     }
 }

@@ -341,3 +341,130 @@ fn a_conflict_the_rounds_cannot_resolve_escalates_and_keeps_its_branch_while_oth
     assert!(branches(&p).contains(&branch));
     assert!(wt.is_dir());
 }
+
+/// Rounds of the parallel kill test (each kills one or two runs at random instants).
+const KILL_ROUNDS: u64 = 8;
+const KILL_SEED: u64 = 0xBA70_9A2A_11E1_0002;
+
+/// The four stories straight through, a slow reviewer so that kills land with two in flight.
+fn straight_four() -> Script {
+    let mut script = Script::new();
+    for key in FOUR {
+        script = script.create(key).develop(key, true);
+        script = script.raw(json!({
+            "agent": "reviewer",
+            "repeat": true,
+            "match": re(&format!("Review story `{key}`, review round 1 (mode:")),
+            "text": pass_verdict(&format!("{key} meets its criteria")),
+            "delay_ms": 40,
+        }));
+    }
+    script
+}
+
+fn files_under(p: &Project, dir: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(p.root().join(dir))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn parallel_stories_killed_at_random_instants_resume_to_the_same_end() {
+    let script = straight_four();
+    let args = ["--yolo", "--parallel", "2", "--batch", "4"];
+    let reference = project(&script, "");
+    let started = std::time::Instant::now();
+    sprint_json(&reference, &args, 0);
+    let span = u64::try_from(started.elapsed().as_millis())
+        .unwrap_or(u64::MAX)
+        .max(50);
+    let ref_subjects = subjects(&reference);
+    let ref_src = files_under(&reference, "src");
+    let ref_stories = files_under(&reference, STORIES);
+
+    let mut killed_mid_run = 0;
+    for round in 0..KILL_ROUNDS {
+        let seed = KILL_SEED ^ round;
+        let mut rng = super::common::Rng::new(seed);
+        let p = project(&script, "");
+        let mut attempts = Vec::new();
+        for _ in 0..1 + rng.below(2) {
+            let mut cmd_args = vec!["sprint", "--json"];
+            cmd_args.extend(args);
+            let mut child = super::sprint::command(&p, &cmd_args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn baton");
+            let delay = rng.below(span + 1);
+            std::thread::sleep(std::time::Duration::from_millis(delay));
+            let finished = child.try_wait().expect("try_wait").is_some();
+            let _ = child.kill(); // SIGKILL
+            let status = child.wait().expect("reap");
+            killed_mid_run += usize::from(!finished);
+            attempts.push(format!("kill after {delay} ms: {status}"));
+        }
+        // A plain `baton sprint` resumes, with the stories in their worktrees.
+        let mut sprint = vec!["sprint"];
+        sprint.extend(args);
+        let mut last = None;
+        for _ in 0..6 {
+            let run = super::sprint::baton(&p, &sprint);
+            attempts.push(format!("resume: {:?}", run.code));
+            let ok = run.code == Some(0);
+            last = Some(run);
+            if ok {
+                break;
+            }
+        }
+        let ctx = format!("round {round} (seed {seed:#x}) {attempts:?}");
+        let last = last.expect("a resume");
+        assert_eq!(last.code, Some(0), "{ctx}\n{}", last.describe());
+
+        // Every story done, each transition journaled exactly once, nothing pending.
+        let st = statuses(&p);
+        for key in FOUR {
+            assert_eq!(st[key], "done", "{ctx}");
+            assert_eq!(
+                transitions(&p, key),
+                pairs(&STRAIGHT),
+                "{ctx}: journal of {key}"
+            );
+        }
+        let pending: Vec<_> = p
+            .all_events()
+            .into_iter()
+            .filter(|e| e["state"] == "pending")
+            .collect();
+        assert!(pending.is_empty(), "{ctx}: {pending:#?}");
+        // No worktree, branch or lock left behind.
+        assert_eq!(dirty(&p), Vec::<String>::new(), "{ctx}");
+        assert_eq!(worktrees(&p), 1, "{ctx}");
+        assert_eq!(branches(&p), ["main"], "{ctx}");
+        assert!(files_under(&p, ".baton/worktrees").is_empty(), "{ctx}");
+        assert!(files_under(&p, ".git/worktrees").is_empty(), "{ctx}");
+        assert!(!p.root().join(".git/index.lock").exists(), "{ctx}");
+        // The same tree and the same story commits as the uninterrupted run.
+        assert_eq!(files_under(&p, "src"), ref_src, "{ctx}");
+        assert_eq!(files_under(&p, STORIES), ref_stories, "{ctx}");
+        let got = subjects(&p);
+        for key in FOUR {
+            assert_eq!(
+                story_subjects(&got, key),
+                story_subjects(&ref_subjects, key),
+                "{ctx}"
+            );
+        }
+        super::sprint::baton(&p, &["status", "--validate"]).expect_code(0);
+    }
+    assert!(
+        killed_mid_run * 2 >= usize::try_from(KILL_ROUNDS).unwrap_or(usize::MAX),
+        "only {killed_mid_run} kills interrupted a run"
+    );
+}

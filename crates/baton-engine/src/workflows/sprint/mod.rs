@@ -170,6 +170,8 @@ fn budget_exhausted(run: &RunCtx) -> Option<String> {
 
 async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
     let mut report = SprintReport::new(&run.id);
+    // Stories a killed parallel run left in their worktrees resume there, even one at a time.
+    let in_flight = parallel::sweep(run).await;
     let keys = match select(run) {
         Ok(k) => k,
         Err(e) => {
@@ -199,7 +201,7 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
     let deadline = tokio::time::Instant::now()
         .checked_add(run.settings.run_timeout)
         .unwrap_or_else(far_future);
-    if run.settings.parallel > 1 {
+    if run.settings.parallel > 1 || keys.iter().any(|k| in_flight.contains(k)) {
         // Each story in its own worktree: one story's escalation does not hold the others.
         if let Some((end, why)) = parallel::run(run, &keys, deadline, &mut report).await {
             report.end = end;

@@ -208,12 +208,52 @@ async fn start(
         Ok(())
     })
     .map_err(|e| e.to_string())?;
+    super::recovery::settle_tree(&ctx)
+        .await
+        .map_err(|e| format!("what a killed run left in its worktree could not be settled: {e}"))?;
     ctx.emit(EventBody::Merge {
         key: key.to_owned(),
         phase: MergePhase::Worktree,
         detail: branch,
     });
     Ok(Arc::new(ctx))
+}
+
+/// Tidies what a killed parallel run left: worktrees whose directory is gone are pruned, and a
+/// done story's worktree and (merged) branch are removed. Returns the stories whose branch is
+/// still in flight, to be resumed in their worktrees.
+pub(super) async fn sweep(run: &RunCtx) -> BTreeSet<String> {
+    let main = run.workspace();
+    let mut in_flight = BTreeSet::new();
+    let Ok(branches) = main.branches("baton/").await else {
+        return in_flight;
+    };
+    if branches.is_empty() {
+        return in_flight;
+    }
+    let _ = main.prune_worktrees().await;
+    for branch in branches {
+        let Some(key) = branch.strip_prefix("baton/") else {
+            continue;
+        };
+        if key.contains("-set-aside-") {
+            continue;
+        }
+        match run.status(key) {
+            Ok(StatusValue::Known(Status::Done)) => {
+                let dir = lane::tree_dir(&run.settings.root, key);
+                if dir.exists() {
+                    let _ = main.remove_worktree(&dir).await;
+                }
+                let _ = main.delete_merged_branch(&branch).await;
+            }
+            Ok(_) => {
+                in_flight.insert(key.to_owned());
+            }
+            Err(_) => {}
+        }
+    }
+    in_flight
 }
 
 /// Whether `key` may start: every dependency merged (`done`, or past review into QA).

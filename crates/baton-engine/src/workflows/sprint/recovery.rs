@@ -9,7 +9,7 @@
 //! status change was made but whose commit the kill prevented (committed now, under that stage's
 //! name: a story's stage, or an epic's retrospective).
 
-use crate::ctx::RunCtx;
+use crate::ctx::{RunCtx, StoryCtx};
 use crate::error::EngineError;
 use crate::run::preflight;
 use baton_core::key::KeyKind;
@@ -200,8 +200,20 @@ async fn recovered_stage(run: &RunCtx, run_id: &str) -> Result<Option<String>, E
         return Ok((head.as_deref() != Some(message.as_str())).then_some(message));
     }
     let facts = run.facts(&last.key)?;
+    let Some(what) = owed_stage(&facts, last.from.as_deref().unwrap_or_default(), &last.to) else {
+        return Ok(None);
+    };
+    let short = last.key.split('-').take(2).collect::<Vec<_>>().join("-");
+    let message = format!("story({short}): {what}");
+    let head = run.workspace().git().head_subject().await;
+    Ok((head.as_deref() != Some(message.as_str())).then_some(message))
+}
+
+/// The stage (`dev`, `review round 2`, …) whose commit goes with a story's move `from` → `to`,
+/// given its facts; `None` when the move has no commit of its own.
+pub fn owed_stage(facts: &baton_core::story::StoryFacts, from: &str, to: &str) -> Option<String> {
     let used = facts.rounds_used();
-    let what = match (last.from.as_deref().unwrap_or_default(), last.to.as_str()) {
+    Some(match (from, to) {
         ("backlog", _) => "create".to_owned(),
         ("in-progress", "review") if used > 0 => format!("fix round {used}"),
         ("in-progress", "review") => "dev".to_owned(),
@@ -216,7 +228,7 @@ async fn recovered_stage(run: &RunCtx, run_id: &str) -> Result<Option<String>, E
                     baton_core::dispatch::Stage::Fix | baton_core::dispatch::Stage::Dev
                 )
             }) {
-                return Ok(None);
+                return None;
             }
             let n = facts
                 .steps
@@ -225,12 +237,53 @@ async fn recovered_stage(run: &RunCtx, run_id: &str) -> Result<Option<String>, E
                 .count();
             format!("review round {n}")
         }
-        _ => return Ok(None),
+        _ => return None,
+    })
+}
+
+/// Settles what a killed run left uncommitted in a story's worktree: temp files of interrupted
+/// writes are swept, and work whose stage commit the kill prevented is committed under that
+/// stage's subject. Work a step will redo, or whose commit the story's next move makes, stays.
+pub async fn settle_tree(ctx: &StoryCtx) -> Result<(), EngineError> {
+    let ws = ctx.workspace();
+    ws.forget();
+    let snapshot = ws.snapshot().await;
+    let dirty: Vec<String> = snapshot.dirty().map(str::to_owned).collect();
+    if dirty.is_empty() {
+        return Ok(());
+    }
+    for path in dirty.iter().filter(|p| is_temp_file(p)) {
+        let _ = std::fs::remove_file(ws.root().join(path));
+    }
+    let facts = ctx.load_facts()?;
+    if facts.steps.last().is_some_and(|s| s.outcome.is_none()) {
+        return Ok(());
+    }
+    if matches!(decide(&facts), Decision::Move(m) if m.commit.is_some()) {
+        return Ok(());
+    }
+    let last = ctx.run.with_ledger(|l| {
+        Ok(l.journal()
+            .events(&EventFilter {
+                key: Some(ctx.key.clone()),
+                ..EventFilter::default()
+            })?
+            .pop())
+    })?;
+    let Some(last) = last else {
+        return Ok(());
     };
-    let short = last.key.split('-').take(2).collect::<Vec<_>>().join("-");
-    let message = format!("story({short}): {what}");
-    let head = run.workspace().git().head_subject().await;
-    Ok((head.as_deref() != Some(message.as_str())).then_some(message))
+    let Some(what) = owed_stage(&facts, last.from.as_deref().unwrap_or_default(), &last.to) else {
+        return Ok(());
+    };
+    let message = format!(
+        "story({}): {what}",
+        ctx.key.split('-').take(2).collect::<Vec<_>>().join("-")
+    );
+    if ws.git().head_subject().await.as_deref() != Some(message.as_str()) {
+        ctx.commit(&what).await;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
