@@ -468,3 +468,87 @@ fn parallel_stories_killed_at_random_instants_resume_to_the_same_end() {
         "only {killed_mid_run} kills interrupted a run"
     );
 }
+
+#[test]
+fn an_agent_in_a_worktree_cannot_write_the_sprint_file_baton_toml_or_baton_state() {
+    let sprint = format!("{STORIES}/sprint-status.yaml");
+    // The developer of `1-1` tries every route it has: its worktree's copies, the main tree's
+    // through `..` and by absolute path, and the shell.
+    let probe = |p: &Project| {
+        let root = p.root().display().to_string();
+        let mut calls = Vec::new();
+        for path in [
+            sprint.clone(),
+            "baton.toml".to_owned(),
+            ".baton/baton.db".to_owned(),
+            "../../../baton.toml".to_owned(),
+            format!("../../../{sprint}"),
+            format!("{root}/baton.toml"),
+            format!("{root}/{sprint}"),
+            format!("{root}/.baton/worktrees/{A1}/baton.toml"),
+        ] {
+            calls.push(call(
+                "write_file",
+                json!({ "path": path, "content": "tampered\n" }),
+            ));
+        }
+        for line in [
+            "echo tampered > baton.toml",
+            "echo tampered > ../../../baton.toml",
+            "cd ../../.. && echo tampered > baton.toml",
+        ] {
+            calls.push(call(
+                "run_command",
+                json!({ "program": "sh", "args": ["-c", line] }),
+            ));
+        }
+        calls
+    };
+    let placeholder = Project::empty();
+    let mut script = Script::new().turn(
+        "developer",
+        &re(&format!("Implement story `{A1}` (mode: dev)")),
+        "Trying the protected files first.",
+        probe(&placeholder),
+    );
+    // Refused everywhere, it does the story's work.
+    let dev = Script::new().develop(A1, true);
+    let mut work = dev.turns[0].clone();
+    work["match"] = json!("^refused: ");
+    script = script.raw(work).raw(dev.turns[1].clone()).create(A1);
+    script = review_pass(script, A1);
+    // The project's own root is only known once it exists: rebuild the script there.
+    let p = project(&script, "");
+    let mut turns = script.turns.clone();
+    turns[0]["tool_calls"] = json!(probe(&p));
+    // After the probe, the ordinary dev turns follow (the probe turn answers once).
+    turns[0]["repeat"] = json!(false);
+    Script { turns }.install(&p);
+    let toml_before = std::fs::read_to_string(p.root().join("baton.toml")).expect("toml");
+    let sprint_before = std::fs::read_to_string(p.root().join(&sprint)).expect("sprint");
+    let (events, report, run) = sprint_json(&p, &["--yolo", "--parallel", "2", "--stories", A1], 0);
+    assert_eq!(report["end"], "completed", "{report:#}\n{}", run.stderr);
+    let refused: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "refused")
+        .map(|e| s(e, "reason"))
+        .collect();
+    assert_eq!(refused.len(), 11, "{refused:#?}");
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("baton.toml")).expect("toml"),
+        toml_before
+    );
+    let sprint_after = std::fs::read_to_string(p.root().join(&sprint)).expect("sprint");
+    assert!(!sprint_after.contains("tampered"), "{sprint_after}");
+    assert_ne!(
+        sprint_after, sprint_before,
+        "the orchestrator's own moves are written"
+    );
+    assert_eq!(statuses(&p)[A1], "done");
+    // Nothing the probe wrote reached the base branch.
+    let history = git(p.root(), &["log", "-p", "--format=%s"]);
+    assert!(
+        !history.contains("tampered"),
+        "tampered content was committed"
+    );
+}
