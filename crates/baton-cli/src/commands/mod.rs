@@ -6,6 +6,7 @@ mod demo;
 mod demo_plan;
 mod doctor;
 mod guard;
+mod in_flight;
 mod init;
 mod log;
 mod plan;

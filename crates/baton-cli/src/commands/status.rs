@@ -45,6 +45,9 @@ struct Board {
     next: NextAction,
     /// Stories that need a human, with the command that puts each back.
     blocked: Vec<BlockedView>,
+    /// Stories in their own worktrees (parallel runs), with their place on the way to the base.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    in_flight: Vec<super::in_flight::InFlight>,
     problems: Vec<Problem>,
 }
 
@@ -218,6 +221,7 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
                 story,
             })
             .collect(),
+        in_flight: super::in_flight::list(&cfg.root, || crate::project::journal(&cfg).ok()),
         problems,
     };
     if args.json {
@@ -354,6 +358,20 @@ fn print_board(board: &Board) {
         ),
     };
     println!("next: {next}");
+    if !board.in_flight.is_empty() {
+        println!("in flight (each in its own worktree):");
+        for f in &board.in_flight {
+            let phase = match (f.phase.as_deref(), f.lane_place) {
+                (Some("queued"), Some(n)) => format!("waiting in the merge lane (place {n})"),
+                (Some("worktree") | None, _) => "working".to_owned(),
+                (Some("conflict"), _) => "in a merge fix round".to_owned(),
+                (Some("testing"), _) => "tests on the updated branch".to_owned(),
+                (Some("kept"), _) => "kept: not merged".to_owned(),
+                (Some(p), _) => p.to_owned(),
+            };
+            println!("  {}: {phase} · {} · {}", f.key, f.branch, f.worktree);
+        }
+    }
     if !board.blocked.is_empty() {
         println!(
             "blocked: look at each story's transcripts (.baton/runs/) and `baton escalations --all`, \

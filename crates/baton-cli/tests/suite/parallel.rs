@@ -324,6 +324,23 @@ fn a_conflict_the_rounds_cannot_resolve_escalates_and_keeps_its_branch_while_oth
     let head = git(&wt, &["symbolic-ref", "--short", "HEAD"]);
     assert_eq!(head.trim(), branch);
 
+    // `baton status` shows it in flight, kept in its worktree.
+    let status =
+        super::common::parse_json(&super::sprint::baton(&p, &["status", "--json"]).expect_code(0));
+    let flying = status["in_flight"].as_array().expect("in_flight");
+    assert_eq!(flying.len(), 1, "{status:#}");
+    assert_eq!(flying[0]["key"], stuck_key);
+    assert_eq!(flying[0]["phase"], "kept");
+    assert_eq!(flying[0]["branch"], branch);
+    let plain = super::sprint::baton(&p, &["status"]).expect_code(0);
+    assert!(
+        plain
+            .stdout
+            .contains(&format!("{stuck_key}: kept: not merged · {branch}")),
+        "{}",
+        plain.stdout
+    );
+
     // Handing it over: needs-intervention, branch and worktree still kept.
     let id = open[0]["id"].as_i64().expect("id").to_string();
     super::sprint::baton(&p, &["answer", &id, "hand-over"]).expect_code(0);

@@ -125,6 +125,11 @@ impl MergeLane {
             Turn::Interrupted => Ok(Merged::Interrupted),
             // The lane is free before a human is asked: other stories merge meanwhile.
             Turn::Escalate(e, after_step) => {
+                self.emit(
+                    ctx,
+                    MergePhase::Kept,
+                    format!("{}: not merged; a human is asked", ctx.tree_branch()),
+                );
                 ctx.run
                     .raise(&ctx.unit.key, e.title.clone(), &e, after_step)
                     .await?;
