@@ -145,9 +145,102 @@ impl BudgetLimits {
     }
 }
 
+/// What starting several stories at once is projected to cost, against the limits.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FanOut {
+    /// Within every limit (or no limit is set).
+    Within(String),
+    /// Past `warn_usd`, within `hard_usd`.
+    Warn(String),
+    /// Past `hard_usd`: the stories would not all finish.
+    Over(String),
+    /// No story finished before: nothing to project from.
+    Unknown(String),
+}
+
+impl FanOut {
+    /// The sentence that says it.
+    pub fn text(&self) -> &str {
+        match self {
+            FanOut::Within(s) | FanOut::Warn(s) | FanOut::Over(s) | FanOut::Unknown(s) => s,
+        }
+    }
+}
+
+impl BudgetLimits {
+    /// Projects `stories` stories started at once, each costing `per_story` (the average of the
+    /// stories finished before; `None`: none was), with `spent_usd` spent, against the limits.
+    pub fn fan_out(&self, spent_usd: f64, per_story: Option<f64>, stories: usize) -> FanOut {
+        let limits = match (self.warn_usd, self.hard_usd) {
+            (None, None) => "no dollar limit is set".to_owned(),
+            (Some(w), None) => format!("warning line ${w}, no hard limit"),
+            (None, Some(h)) => format!("hard limit ${h}"),
+            (Some(w), Some(h)) => format!("warning line ${w}, hard limit ${h}"),
+        };
+        let Some(each) = per_story.filter(|p| p.is_finite() && *p >= 0.0) else {
+            return FanOut::Unknown(format!(
+                "{stories} stories at once; no story finished before, so their cost cannot be \
+                 projected ({limits})"
+            ));
+        };
+        let n = u32::try_from(stories).unwrap_or(u32::MAX);
+        let total = each * f64::from(n);
+        let after = spent_usd + total;
+        let text = format!(
+            "{stories} stories at once: about ${total:.2} (${each:.2} a story, the average so \
+             far), ${after:.2} with what is spent ({limits})"
+        );
+        if self.hard_usd.is_some_and(|h| after >= h) {
+            FanOut::Over(text)
+        } else if self.warn_usd.is_some_and(|w| after >= w) {
+            FanOut::Warn(text)
+        } else {
+            FanOut::Within(text)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fan_out_is_projected_against_both_limits() {
+        let l = BudgetLimits {
+            warn_usd: Some(5.0),
+            hard_usd: Some(10.0),
+            ..BudgetLimits::default()
+        };
+        let cases = [
+            (0.0, Some(1.0), 4, "within"),
+            (0.0, Some(1.0), 5, "warn"),
+            (2.0, Some(2.0), 4, "over"),
+            (0.0, Some(2.5), 4, "over"),
+            (9.0, Some(0.0), 8, "warn"),
+            (0.0, None, 8, "unknown"),
+            (0.0, Some(f64::NAN), 2, "unknown"),
+        ];
+        for (spent, each, n, want) in cases {
+            let got = match l.fan_out(spent, each, n) {
+                FanOut::Within(_) => "within",
+                FanOut::Warn(_) => "warn",
+                FanOut::Over(_) => "over",
+                FanOut::Unknown(_) => "unknown",
+            };
+            assert_eq!(got, want, "{spent} {each:?} {n}");
+        }
+        let text = l.fan_out(1.0, Some(1.5), 4);
+        assert!(text.text().contains("about $6.00"), "{}", text.text());
+        assert!(
+            text.text().contains("$7.00 with what is spent"),
+            "{}",
+            text.text()
+        );
+        assert!(matches!(
+            BudgetLimits::default().fan_out(100.0, Some(50.0), 16),
+            FanOut::Within(_)
+        ));
+    }
 
     #[test]
     fn hard_limits_win_over_warnings() {

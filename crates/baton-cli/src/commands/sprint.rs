@@ -11,6 +11,7 @@ use crate::config::Config;
 use crate::render;
 use anyhow::{Result, bail};
 use baton_agent::runner::Mode;
+use baton_core::budget::FanOut;
 use baton_core::escalation::{EscalationKind, choose};
 use baton_engine::protocol::EscalationView;
 use baton_engine::run::{JournalHandle, RunKind, RunSpec};
@@ -135,9 +136,112 @@ pub fn run(root: &Path, args: &SprintArgs) -> Result<Code> {
         args.stories.clone(),
         args.run.allow_dirty,
     )?;
+    if settings.parallel > 1
+        && let Some(code) = confirm_fan_out(&cfg, &settings, args)?
+    {
+        return Ok(code);
+    }
     let report = run_sprint(root, &cfg, args, settings)?;
     print_report(&report, args.run.json)?;
     Ok(exit_code(&report))
+}
+
+/// Before stories start in parallel: says what they are projected to cost against the budget
+/// and, in standard mode, asks to go on. `Some(code)`: do not start. With `--yolo` the run goes
+/// on unless the projection crosses the hard limit.
+fn confirm_fan_out(
+    cfg: &Config,
+    settings: &SprintSettings,
+    args: &SprintArgs,
+) -> Result<Option<Code>> {
+    let stories = match &args.stories {
+        Some(list) => list.len(),
+        None => unfinished_stories(cfg).min(settings.batch),
+    };
+    if stories < 2 {
+        return Ok(None);
+    }
+    let projection = cfg.budget.fan_out(0.0, average_story_cost(cfg), stories);
+    eprintln!("projected cost: {}", projection.text());
+    if args.yolo {
+        if matches!(projection, FanOut::Over(_)) {
+            eprintln!(
+                "not started: the projection crosses the hard limit; lower --batch or --parallel, \
+                 or raise `[budget] hard_usd`"
+            );
+            return Ok(Some(Code::Budget));
+        }
+        return Ok(None);
+    }
+    let interactive =
+        !args.run.json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if !interactive {
+        eprintln!(
+            "standard mode asks before starting stories in parallel: run `baton sprint` at a \
+             terminal to answer, pass --yolo to go on unless the hard limit would be crossed, or \
+             --parallel 1"
+        );
+        return Ok(Some(Code::Paused));
+    }
+    eprint!("start them, up to {} at once? [y/N] ", settings.parallel);
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    if matches!(line.trim(), "y" | "Y" | "yes") {
+        Ok(None)
+    } else {
+        eprintln!("not started");
+        Ok(Some(Code::Paused))
+    }
+}
+
+/// Stories not done (nor waiting for a human) in the sprint file.
+fn unfinished_stories(cfg: &Config) -> usize {
+    let Ok(doc) = baton_store::sprint_file::SprintDoc::load(&cfg.sprint_status) else {
+        return 0;
+    };
+    doc.sprint()
+        .unique()
+        .filter(|e| matches!(e.key.kind(), baton_core::key::KeyKind::Story { .. }))
+        .filter(|e| {
+            !matches!(
+                e.effective(),
+                baton_core::status::StatusValue::Known(
+                    baton_core::status::Status::Done
+                        | baton_core::status::Status::NeedsIntervention
+                )
+            )
+        })
+        .count()
+}
+
+/// What a story has cost on average: the cost of the runs that finished stories, over the
+/// stories they finished (`None` before the first story is done).
+fn average_story_cost(cfg: &Config) -> Option<f64> {
+    use baton_store::journal::{CostLedger, EventFilter};
+    let journal = crate::project::journal(cfg).ok()?;
+    let events = journal.events(&EventFilter::default()).ok()?;
+    let mut runs = std::collections::BTreeSet::new();
+    let mut done = 0u32;
+    for e in &events {
+        if e.to == "done"
+            && matches!(
+                baton_core::key::classify(&e.key),
+                baton_core::key::KeyKind::Story { .. }
+            )
+            && let Some(run) = &e.run_id
+        {
+            runs.insert(run.clone());
+            done += 1;
+        }
+    }
+    if done == 0 {
+        return None;
+    }
+    let total: f64 = runs
+        .iter()
+        .filter_map(|r| CostLedger::total_cost(&journal, Some(r)).ok())
+        .sum();
+    Some(total / f64::from(done))
 }
 
 /// Runs `baton escalations`.

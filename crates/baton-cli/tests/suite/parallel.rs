@@ -569,3 +569,58 @@ fn an_agent_in_a_worktree_cannot_write_the_sprint_file_baton_toml_or_baton_state
         "tampered content was committed"
     );
 }
+
+#[test]
+fn standard_mode_shows_the_projected_cost_and_asks_before_starting_stories_in_parallel() {
+    let mut script = Script::new();
+    for key in [A1, B1] {
+        script = review_pass(script.create(key).develop(key, true), key);
+    }
+    let p = project(&script, "");
+    p.write(
+        "baton.toml",
+        &format!(
+            "{}\n[budget]\nwarn_usd = 1.0\nhard_usd = 2.0\n",
+            std::fs::read_to_string(p.root().join("baton.toml")).expect("toml")
+        ),
+    );
+    git(p.root(), &["commit", "-qam", "budget"]);
+    // No terminal to answer at: nothing starts, and the user is told how to go on.
+    let run = super::sprint::baton(
+        &p,
+        &[
+            "sprint",
+            "--parallel",
+            "2",
+            "--stories",
+            &format!("{A1},{B1}"),
+        ],
+    );
+    assert_eq!(run.code, Some(3), "{}", run.describe());
+    assert!(
+        run.stderr.contains("projected cost: 2 stories at once"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("warning line $1, hard limit $2"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("pass --yolo"), "{}", run.stderr);
+    assert_eq!(statuses(&p)[A1], "backlog");
+    assert_eq!(branches(&p), ["main"]);
+    // With --yolo it goes on: no story finished before, so nothing crosses the hard limit.
+    let (_, report, _) = sprint_json(
+        &p,
+        &[
+            "--yolo",
+            "--parallel",
+            "2",
+            "--stories",
+            &format!("{A1},{B1}"),
+        ],
+        0,
+    );
+    assert_eq!(report["completed"], 2, "{report:#}");
+}
