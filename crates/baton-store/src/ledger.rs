@@ -6,7 +6,9 @@
 //! compare-and-swap (one file flush), and marks the events *applied*. If the file changed
 //! underneath, the events are abandoned and the whole step is planned again from the new file.
 //! On the next start, a pending event is *applied* if the file shows it, *abandoned* if not, so
-//! every transition is in the journal exactly once and the file always parses.
+//! every transition is in the journal exactly once and the file always parses. The replaced
+//! sprint file is removed on a thread of its own ([`crate::atomic::Reaper`]): nothing in the
+//! step needs to wait for that.
 
 use crate::journal::{Event, EventFilter, Journal, JournalError, NewEvent};
 use crate::lock::{FileLock, LockError};
@@ -205,6 +207,8 @@ pub struct Ledger<J: Journal> {
     /// Stories whose file lives elsewhere than `opts.stories_dir` for now: in the story's own
     /// git worktree while it is worked in parallel with others.
     placed: std::collections::HashMap<String, PathBuf>,
+    /// Removes the sprint file's replaced versions off the step's path.
+    reaper: crate::atomic::Reaper,
 }
 
 impl<J: Journal> Ledger<J> {
@@ -217,6 +221,7 @@ impl<J: Journal> Ledger<J> {
             journal,
             opts,
             placed: std::collections::HashMap::new(),
+            reaper: crate::atomic::Reaper::new(),
         };
         crate::atomic::remove_stale_temps(ledger.doc.path());
         ledger.reconcile_locked()?;
@@ -318,7 +323,7 @@ impl<J: Journal> Ledger<J> {
                     return Err(e.into());
                 }
             };
-            match self.doc.persist() {
+            match self.doc.persist_with(&self.reaper) {
                 Ok(()) => {
                     self.journal.mark_applied(&ids)?;
                     for (c, e) in changes.iter().zip(&events) {
