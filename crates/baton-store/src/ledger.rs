@@ -7,8 +7,9 @@
 //! underneath, the events are abandoned and the whole step is planned again from the new file.
 //! On the next start, a pending event is *applied* if the file shows it, *abandoned* if not, so
 //! every transition is in the journal exactly once and the file always parses. The replaced
-//! sprint file is removed on a thread of its own ([`crate::atomic::Reaper`]): nothing in the
-//! step needs to wait for that.
+//! sprint file is removed on a thread of its own ([`crate::atomic::Reaper`]), and a story's file
+//! is found through [`story_file::find_indexed`], so neither its removal nor a listing of the
+//! stories folder is on a step's path.
 
 use crate::journal::{Event, EventFilter, Journal, JournalError, NewEvent};
 use crate::lock::{FileLock, LockError};
@@ -467,7 +468,7 @@ impl<J: Journal> Ledger<J> {
         if !matches!(entry.key.kind(), KeyKind::Story { .. }) {
             return Ok(());
         }
-        let Some(path) = story_file::find(dir, key) else {
+        let Some(path) = story_file::find_indexed(dir, key) else {
             return Ok(());
         };
         let Some(raw) = &entry.raw else {
