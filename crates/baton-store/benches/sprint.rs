@@ -23,8 +23,10 @@
 //!   yet, so the step looks for it). This is the whole protocol: lock, refresh, reconcile, plan,
 //!   edit, journal commit with `synchronous=FULL` (fsync), atomic replace of the sprint file
 //!   (fsync + rename), mark applied, story-file lookup. It mostly measures the two fsyncs of the
-//!   machine's disk. (`strace -f -e trace=fsync,fdatasync,renameat2` shows one `fsync` of the
-//!   journal's WAL and one `fdatasync` of the new sprint file per step.)
+//!   machine's disk. (`strace -f -e trace=fsync,fdatasync,unlink,renameat2` shows one `fsync`
+//!   of the journal's WAL, one `fdatasync` of the new sprint file and one `renameat2` per step on
+//!   the benchmark's thread, and the `unlink` of the replaced sprint file on the ledger's reaper
+//!   thread, off the step's path.)
 //! - `durable_step_tmpfs`: the same in `/dev/shm` (tmpfs, where fsync returns at once), which
 //!   leaves the CPU part of the step: baton's own work is the same at every size (about 9,000
 //!   instructions for the edit, plus SQLite's commits), and what grows with the file is the copy
@@ -32,7 +34,9 @@
 //!   is that floor for 10,000 stories), and the walk of the stories folder for a story without
 //!   a file.
 //! - `four::*`: four stories of four epics moved at the same moment (a parallel run), on a
-//!   1,000-story sprint: `singles_*` as four `Ledger::transition`s, on disk and on tmpfs.
+//!   1,000-story sprint: `singles_*` as four `Ledger::transition`s (eight fsyncs), `grouped_*` as
+//!   one `Ledger::transition_all` (one journal commit and one file write: two fsyncs), on disk
+//!   and on tmpfs.
 //! - `parts::*`: pieces of the durable step on the 10,000-story file, to see where its CPU time
 //!   goes: the sprint lock, the on-disk version check, the journal's pending query, the epic
 //!   follow-up of the plan, the journal commit, and the atomic file replace, on disk and on
@@ -342,6 +346,37 @@ mod four {
     fn singles_tmpfs(bencher: Bencher) {
         let dir = tmpfs_dir();
         singles(bencher, dir.path());
+    }
+
+    fn grouped(bencher: Bencher, dir: &Path) {
+        let (mut ledger, _path) = ledger_in(dir, STORIES);
+        let (forth, back): (Vec<Request>, Vec<Request>) = moving_keys(STORIES)
+            .iter()
+            .map(|k| forth_and_back(k))
+            .unzip();
+        let now = now();
+        let mut flip = false;
+        bencher.bench_local(|| {
+            flip = !flip;
+            let reqs = if flip { &forth } else { &back };
+            for r in ledger.transition_all(reqs, &now).unwrap() {
+                assert_eq!(r.unwrap().len(), 1);
+            }
+        });
+    }
+
+    /// The same four as one `Ledger::transition_all`, on disk: two fsyncs.
+    #[divan::bench(sample_count = 30, sample_size = 1)]
+    fn grouped_disk(bencher: Bencher) {
+        let dir = tempfile::tempdir().unwrap();
+        grouped(bencher, dir.path());
+    }
+
+    /// On tmpfs.
+    #[divan::bench(sample_count = 100)]
+    fn grouped_tmpfs(bencher: Bencher) {
+        let dir = tmpfs_dir();
+        grouped(bencher, dir.path());
     }
 }
 
