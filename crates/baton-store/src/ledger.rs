@@ -133,6 +133,13 @@ pub enum LedgerError {
     /// The story file could not be kept in step.
     #[error(transparent)]
     StoryFile(#[from] story_file::StoryFileError),
+    /// A request of a batch that was not made because an earlier part of the batch failed
+    /// ([`Ledger::transition_all`]).
+    #[error("`{key}` was not moved: an earlier move of the same batch failed")]
+    Stopped {
+        /// The key.
+        key: String,
+    },
 }
 
 /// Settings of the ledger.
@@ -234,8 +241,9 @@ struct TestHooks {
     commits: usize,
     /// Writes of the sprint file.
     writes: usize,
-    /// Where the next commit stops, as if the process were killed there.
-    kill: Option<Kill>,
+    /// The commit (its number, counting from 1) that stops, and where, as if the process were
+    /// killed there.
+    kill: Option<(usize, Kill)>,
 }
 
 /// Where a simulated kill stops a commit.
@@ -365,14 +373,15 @@ impl<J: Journal> Ledger<J> {
     /// [`Ledger::transition`] for each in turn. The result has one entry per request, in order:
     /// the changes written for it (empty when its key already had that status), or why it was
     /// not made; a refused request does not hold back the others. The outer error is for what
-    /// stops the whole batch: the lock, the journal, the write of the file, a file that keeps
-    /// changing underneath.
+    /// stops the batch before any of it is made (the lock, the journal, the write of the file, a
+    /// file that keeps changing underneath), as [`Ledger::transition`]'s error is.
     ///
     /// A key moves at most once per commit, so that a batch cut off by a kill is reconciled as a
     /// single transition is (a pending event was applied exactly when the file shows its
     /// status): a request that would move a key an earlier request of the same commit moved (the
     /// same story twice, or an epic following a second of its stories to another status) starts
-    /// the next commit.
+    /// the next commit. When such a later commit fails, the commits before it stand: its first
+    /// request gets the error and every request after it [`LedgerError::Stopped`].
     pub fn transition_all(
         &mut self,
         reqs: &[Request],
@@ -386,9 +395,20 @@ impl<J: Journal> Ledger<J> {
         while out.len() < reqs.len() {
             let from = out.len();
             let to = if one_by_one { from + 1 } else { reqs.len() };
-            match self.commit(&reqs[from..to], now)? {
-                Commit::Done(results) => out.extend(results),
-                Commit::OneByOne => one_by_one = true,
+            match self.commit(&reqs[from..to], now) {
+                Ok(Commit::Done(results)) => out.extend(results),
+                Ok(Commit::OneByOne) => one_by_one = true,
+                Err(e) if out.is_empty() => return Err(e),
+                Err(e) => {
+                    // Earlier commits of the batch were made: their results stand, and the
+                    // requests from here on are answered with what stopped them.
+                    out.push(Err(e));
+                    out.extend(
+                        reqs[out.len()..]
+                            .iter()
+                            .map(|r| Err(LedgerError::Stopped { key: r.key.clone() })),
+                    );
+                }
             }
         }
         Ok(out)
@@ -455,7 +475,7 @@ impl<J: Journal> Ledger<J> {
             #[cfg(test)]
             {
                 self.test.commits += 1;
-                if self.test.kill == Some(Kill::BeforeWrite) {
+                if self.test.kill == Some((self.test.commits, Kill::BeforeWrite)) {
                     return Err(killed(self.doc.path()));
                 }
             }
@@ -464,7 +484,7 @@ impl<J: Journal> Ledger<J> {
                     #[cfg(test)]
                     {
                         self.test.writes += 1;
-                        if self.test.kill == Some(Kill::AfterWrite) {
+                        if self.test.kill == Some((self.test.commits, Kill::AfterWrite)) {
                             return Err(killed(self.doc.path()));
                         }
                     }
@@ -890,7 +910,7 @@ development_status:
         let dir = tempfile::tempdir().unwrap();
         setup(dir.path());
         let mut l = open(dir.path());
-        l.test.kill = Some(Kill::BeforeWrite);
+        l.test.kill = Some((1, Kill::BeforeWrite));
         assert!(l.transition_all(&three(), &now()).is_err());
         drop(l);
         assert_eq!(
@@ -911,7 +931,7 @@ development_status:
         let dir = tempfile::tempdir().unwrap();
         setup(dir.path());
         let mut l = open(dir.path());
-        l.test.kill = Some(Kill::AfterWrite);
+        l.test.kill = Some((1, Kill::AfterWrite));
         assert!(l.transition_all(&three(), &now()).is_err());
         drop(l);
         let mut l = open(dir.path());
@@ -925,6 +945,44 @@ development_status:
         let results = l.transition_all(&three(), &now()).unwrap();
         assert!(results.iter().all(|r| r.as_ref().is_ok_and(Vec::is_empty)));
         assert_eq!(moves(&l, EventState::Applied), three_moves());
+    }
+
+    #[test]
+    fn a_batch_killed_in_its_second_commit_keeps_the_first_on_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        setup(dir.path());
+        let mut l = open(dir.path());
+        l.test.kill = Some((2, Kill::BeforeWrite));
+        let reqs = [
+            req("1-1-a", Status::Review, Actor::Developer),
+            req("1-2-b", Status::Review, Actor::Developer),
+            req("1-1-a", Status::InProgress, Actor::Reviewer),
+            req("1-3-c", Status::InProgress, Actor::Developer),
+        ];
+        let results = l.transition_all(&reqs, &now()).unwrap();
+        assert_eq!(results[0].as_ref().unwrap().len(), 1);
+        assert_eq!(results[1].as_ref().unwrap().len(), 1);
+        assert!(
+            matches!(results[2], Err(LedgerError::Write(_))),
+            "{results:?}"
+        );
+        assert!(
+            matches!(&results[3], Err(LedgerError::Stopped { key }) if key == "1-3-c"),
+            "{results:?}"
+        );
+        drop(l);
+        let l = open(dir.path());
+        let first = [("1-1-a", "review"), ("1-2-b", "review")];
+        let second = [("1-1-a", "in-progress"), ("1-3-c", "in-progress")];
+        let owned = |m: &[(&str, &str)]| -> Vec<(String, String)> {
+            m.iter()
+                .map(|(k, s)| ((*k).to_owned(), (*s).to_owned()))
+                .collect()
+        };
+        assert_eq!(moves(&l, EventState::Applied), owned(&first));
+        assert_eq!(moves(&l, EventState::Abandoned), owned(&second));
+        assert_eq!(status(dir.path(), "1-1-a"), "review");
+        assert_eq!(status(dir.path(), "1-3-c"), "ready-for-dev");
     }
 
     #[test]
