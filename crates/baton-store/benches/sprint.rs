@@ -17,16 +17,26 @@
 //!   clone, the allocation of a buffer that a long-lived document reuses from its last edit).
 //! - `durable_step`: one `Ledger::transition` on a file in a temporary directory with a real
 //!   on-disk `SqliteJournal`, alternating one story between `in-progress` and `review` (developer,
-//!   then reviewer) so that every iteration is a real transition. This is the whole protocol:
-//!   lock, refresh, reconcile, plan, edit, journal commit with `synchronous=FULL` (fsync), atomic
-//!   replace of the sprint file (fsync + rename), mark applied. It mostly measures the two fsyncs
-//!   of the machine's disk. (`strace -f -e trace=fsync,fdatasync,renameat2` shows one `fsync` of
-//!   the journal's WAL and one `fdatasync` of the new sprint file per step.)
+//!   then reviewer) so that every iteration is a real transition, at 200, 1,000 and 5,000
+//!   stories: the sizes a parallel run meets. The ledger keeps story files in a stories folder
+//!   beside the sprint file holding one file per story, except the moving story's (it has none
+//!   yet, so the step looks for it). This is the whole protocol: lock, refresh, reconcile, plan,
+//!   edit, journal commit with `synchronous=FULL` (fsync), atomic replace of the sprint file
+//!   (fsync + rename), mark applied, story-file lookup. It mostly measures the two fsyncs of the
+//!   machine's disk. (`strace -f -e trace=fsync,fdatasync,unlink,renameat2` shows one `fsync`
+//!   of the journal's WAL, one `fdatasync` of the new sprint file and one `renameat2` per step on
+//!   the benchmark's thread, and the `unlink` of the replaced sprint file on the ledger's reaper
+//!   thread, off the step's path.)
 //! - `durable_step_tmpfs`: the same in `/dev/shm` (tmpfs, where fsync returns at once), which
 //!   leaves the CPU part of the step: baton's own work is the same at every size (about 9,000
 //!   instructions for the edit, plus SQLite's commits), and what grows with the file is the copy
 //!   of its bytes into the new file, which an atomic replace cannot avoid (`write_bytes_tmpfs`
-//!   is that floor for 10,000 stories).
+//!   is that floor for 10,000 stories), and the walk of the stories folder for a story without
+//!   a file.
+//! - `four::*`: four stories of four epics moved at the same moment (a parallel run), on a
+//!   1,000-story sprint: `singles_*` as four `Ledger::transition`s (eight fsyncs), `grouped_*` as
+//!   one `Ledger::transition_all` (one journal commit and one file write: two fsyncs), on disk
+//!   and on tmpfs.
 //! - `parts::*`: pieces of the durable step on the 10,000-story file, to see where its CPU time
 //!   goes: the sprint lock, the on-disk version check, the journal's pending query, the epic
 //!   follow-up of the plan, the journal commit, and the atomic file replace, on disk and on
@@ -196,27 +206,58 @@ fn apply_one(bencher: Bencher, stories: usize) {
     });
 }
 
-/// A sprint file and its journal in `dir`, opened as a ledger.
+/// Sizes of the durable step: the sprint sizes a parallel run meets (each with a stories folder
+/// of as many files).
+const STEP_SIZES: [usize; 3] = [200, 1_000, 5_000];
+
+/// A sprint file and its journal in `dir`, opened as a ledger that keeps story files in
+/// `dir/stories`, which holds one file per story of the sprint except the stories
+/// [`moving_keys`] names: those have no file yet, so every step of theirs looks for it.
 fn ledger_in(dir: &Path, stories: usize) -> (Ledger<SqliteJournal>, PathBuf) {
     let path = dir.join("sprint-status.yaml");
-    std::fs::write(&path, sprint_text(stories)).unwrap();
+    let text = sprint_text(stories);
+    std::fs::write(&path, &text).unwrap();
+    let sdir = dir.join("stories");
+    std::fs::create_dir_all(&sdir).unwrap();
+    let moving = moving_keys(stories);
+    let doc = SprintDoc::parse(&path, text).unwrap();
+    for e in &doc.sprint().entries {
+        let key = e.key.as_str();
+        if matches!(e.key.kind(), KeyKind::Story { .. }) && !moving.iter().any(|m| m == key) {
+            let body = format!("# Story {key}\n\nStatus: {}\n", e.effective());
+            std::fs::write(sdir.join(format!("{key}.md")), body).unwrap();
+        }
+    }
     let journal = SqliteJournal::open(&dir.join(".baton/baton.db")).unwrap();
     let opts = LedgerOptions {
         lock_path: dir.join(".baton/sprint.lock"),
-        stories_dir: None,
+        stories_dir: Some(sdir),
         write_extended: false,
         auto_epic_done: false,
     };
     (Ledger::open(&path, journal, opts).unwrap(), path)
 }
 
-/// Alternates one story between `in-progress` and `review`, one durable transition a call.
-fn alternate(bencher: Bencher, dir: &Path, stories: usize) {
-    let (mut ledger, _path) = ledger_in(dir, stories);
-    let key = moving_key(stories);
-    let now = now();
+/// Four `in-progress` stories of four different epics (the first is [`moving_key`]): the
+/// stories a parallel run moves together.
+fn moving_keys(stories: usize) -> Vec<String> {
+    let per = stories.isqrt();
+    let epics = stories.div_ceil(per);
+    let first = moving_key(stories);
+    let mut out = vec![first];
+    let mid = epics.div_ceil(2);
+    for e in (1..=epics).filter(|&e| e != mid).take(3) {
+        // (e + s) % 5 == 2 makes it `in-progress` in `sprint_text`.
+        let s = (1..=per).find(|s| (e + s) % 5 == 2).unwrap();
+        out.push(format!("{e}-{s}-story-number-{s}-of-epic-{e}"));
+    }
+    out
+}
+
+/// The developer's move of `key` to `review` and the reviewer's move back to `in-progress`.
+fn forth_and_back(key: &str) -> (Request, Request) {
     let forth = Request {
-        key: key.clone(),
+        key: key.to_owned(),
         to: Status::Review,
         actor: Actor::Developer,
         reason: "implementation complete".into(),
@@ -230,6 +271,14 @@ fn alternate(bencher: Bencher, dir: &Path, stories: usize) {
         reason: "changes requested".into(),
         ..forth.clone()
     };
+    (forth, back)
+}
+
+/// Alternates one story between `in-progress` and `review`, one durable transition a call.
+fn alternate(bencher: Bencher, dir: &Path, stories: usize) {
+    let (mut ledger, _path) = ledger_in(dir, stories);
+    let (forth, back) = forth_and_back(&moving_key(stories));
+    let now = now();
     let mut flip = false;
     bencher.bench_local(|| {
         flip = !flip;
@@ -239,7 +288,7 @@ fn alternate(bencher: Bencher, dir: &Path, stories: usize) {
     });
 }
 
-#[divan::bench(args = SIZES, sample_count = 30, sample_size = 1)]
+#[divan::bench(args = STEP_SIZES, sample_count = 30, sample_size = 1)]
 fn durable_step(bencher: Bencher, stories: usize) {
     let dir = tempfile::tempdir().unwrap();
     alternate(bencher, dir.path(), stories);
@@ -255,10 +304,80 @@ fn tmpfs_dir() -> tempfile::TempDir {
     }
 }
 
-#[divan::bench(args = SIZES, sample_count = 100)]
+#[divan::bench(args = STEP_SIZES, sample_count = 100)]
 fn durable_step_tmpfs(bencher: Bencher, stories: usize) {
     let dir = tmpfs_dir();
     alternate(bencher, dir.path(), stories);
+}
+
+/// Four stories of a parallel run moved at the same moment: one durable step each, as four
+/// `Ledger::transition`s.
+mod four {
+    use super::*;
+
+    const STORIES: usize = 1_000;
+
+    fn singles(bencher: Bencher, dir: &Path) {
+        let (mut ledger, _path) = ledger_in(dir, STORIES);
+        let pairs: Vec<(Request, Request)> = moving_keys(STORIES)
+            .iter()
+            .map(|k| forth_and_back(k))
+            .collect();
+        let now = now();
+        let mut flip = false;
+        bencher.bench_local(|| {
+            flip = !flip;
+            for (forth, back) in &pairs {
+                let req = if flip { forth } else { back };
+                assert_eq!(ledger.transition(req, &now).unwrap().len(), 1);
+            }
+        });
+    }
+
+    /// On disk: eight fsyncs.
+    #[divan::bench(sample_count = 30, sample_size = 1)]
+    fn singles_disk(bencher: Bencher) {
+        let dir = tempfile::tempdir().unwrap();
+        singles(bencher, dir.path());
+    }
+
+    /// On tmpfs: the CPU part.
+    #[divan::bench(sample_count = 100)]
+    fn singles_tmpfs(bencher: Bencher) {
+        let dir = tmpfs_dir();
+        singles(bencher, dir.path());
+    }
+
+    fn grouped(bencher: Bencher, dir: &Path) {
+        let (mut ledger, _path) = ledger_in(dir, STORIES);
+        let (forth, back): (Vec<Request>, Vec<Request>) = moving_keys(STORIES)
+            .iter()
+            .map(|k| forth_and_back(k))
+            .unzip();
+        let now = now();
+        let mut flip = false;
+        bencher.bench_local(|| {
+            flip = !flip;
+            let reqs = if flip { &forth } else { &back };
+            for r in ledger.transition_all(reqs, &now).unwrap() {
+                assert_eq!(r.unwrap().len(), 1);
+            }
+        });
+    }
+
+    /// The same four as one `Ledger::transition_all`, on disk: two fsyncs.
+    #[divan::bench(sample_count = 30, sample_size = 1)]
+    fn grouped_disk(bencher: Bencher) {
+        let dir = tempfile::tempdir().unwrap();
+        grouped(bencher, dir.path());
+    }
+
+    /// On tmpfs.
+    #[divan::bench(sample_count = 100)]
+    fn grouped_tmpfs(bencher: Bencher) {
+        let dir = tmpfs_dir();
+        grouped(bencher, dir.path());
+    }
 }
 
 /// Pieces of the durable step on the 10,000-story file.

@@ -5,10 +5,19 @@
 //! ones, never a mixture. The target's permissions are kept and a symlinked target is replaced at
 //! its real location. The directory itself is flushed by [`sync_dir`], which callers run once per
 //! batch of writes: the journal is the redo log for a rename lost to a power cut.
+//!
+//! Removing the replaced file is nobody's wait: [`replace_if_with`] hands it to a [`Reaper`],
+//! whose thread unlinks it after the caller has moved on (freeing a file's blocks costs a
+//! journaled file system about as much as a flush). A process killed before that leaves the old
+//! version under a temp name, which [`remove_stale_temps`] sweeps like any other.
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use tempfile::TempPath;
 
 /// An error replacing a file, naming it.
 #[derive(Debug, thiserror::Error)]
@@ -88,10 +97,33 @@ fn replace_with(path: &Path, bytes: &[u8], sync: bool) -> Result<fs::Metadata, W
 /// sees baton's version. Where the exchange is not available (other systems, some file systems)
 /// the file is checked once more right after the flush and before the rename, and a save landing
 /// in between is overwritten.
+///
+/// The file left under the temp name is removed before this returns; [`replace_if_with`] leaves
+/// that to a [`Reaper`].
 pub fn replace_if(
     path: &Path,
     bytes: &[u8],
     unchanged: impl Fn(&fs::Metadata, bool) -> bool,
+) -> Result<Option<fs::Metadata>, WriteError> {
+    replace_if_inner(path, bytes, unchanged, None)
+}
+
+/// [`replace_if`], with the file left under the temp name after the swap (the replaced version,
+/// or baton's own after a swap back) handed to `reaper` instead of removed before returning.
+pub fn replace_if_with(
+    path: &Path,
+    bytes: &[u8],
+    unchanged: impl Fn(&fs::Metadata, bool) -> bool,
+    reaper: &Reaper,
+) -> Result<Option<fs::Metadata>, WriteError> {
+    replace_if_inner(path, bytes, unchanged, Some(reaper))
+}
+
+fn replace_if_inner(
+    path: &Path,
+    bytes: &[u8],
+    unchanged: impl Fn(&fs::Metadata, bool) -> bool,
+    reaper: Option<&Reaper>,
 ) -> Result<Option<fs::Metadata>, WriteError> {
     let target = real_target(path);
     let dir = match target.parent() {
@@ -117,6 +149,11 @@ pub fn replace_if(
     tmp.as_file().sync_data().map_err(err(&target))?;
     #[cfg(target_os = "linux")]
     if let Some(done) = exchange_if(&tmp, &target, &unchanged)? {
+        // Whatever is under the temp name now is not needed: removed here, or by the reaper.
+        match reaper {
+            Some(r) => r.remove(tmp.into_temp_path()),
+            None => drop(tmp),
+        }
         return Ok(done);
     }
     // The flush is done: look again, as late as possible, then rename.
@@ -129,7 +166,7 @@ pub fn replace_if(
 }
 
 /// The exchange protocol of [`replace_if`]; `Ok(None)` when the file system cannot exchange.
-/// Dropping `tmp` afterwards removes whatever ends up under its name.
+/// Whatever ends up under `tmp`'s name is for the caller to remove.
 #[cfg(target_os = "linux")]
 fn exchange_if(
     tmp: &tempfile::NamedTempFile,
@@ -164,6 +201,107 @@ fn exchange_if(
         swap().map_err(|e| err(target)(e.into()))?;
     }
     Ok(Some(None))
+}
+
+/// Removes files on a thread of its own, so that the writer that replaced them does not wait for
+/// their blocks to be freed. The thread starts on first use; dropping the reaper (or
+/// [`Reaper::wait`]) waits for every file handed to it, so a process that ends normally leaves
+/// none behind, and one that is killed leaves temp files that [`remove_stale_temps`] sweeps.
+#[derive(Debug, Default)]
+pub struct Reaper {
+    worker: OnceLock<Option<Worker>>,
+    /// Files are kept, not removed, until [`Reaper::wait`] (tests: to see what a killed process
+    /// would leave).
+    #[cfg(test)]
+    held: Option<std::sync::Mutex<Vec<TempPath>>>,
+}
+
+#[derive(Debug)]
+struct Worker {
+    tx: mpsc::Sender<TempPath>,
+    handle: JoinHandle<()>,
+}
+
+impl Reaper {
+    /// A reaper; its thread starts with the first file.
+    pub fn new() -> Reaper {
+        Reaper::default()
+    }
+
+    /// A reaper that keeps the files it is given until [`Reaper::wait`] or
+    /// [`Reaper::forget`].
+    #[cfg(test)]
+    pub(crate) fn holding() -> Reaper {
+        Reaper {
+            worker: OnceLock::new(),
+            held: Some(std::sync::Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Leaves every held file where it is, as a killed process would.
+    #[cfg(test)]
+    pub(crate) fn forget(&mut self) {
+        if let Some(held) = &self.held
+            && let Ok(mut v) = held.lock()
+        {
+            for p in v.drain(..) {
+                let _ = p.keep();
+            }
+        }
+    }
+
+    /// Removes `path` on the reaper's thread (or here, if the thread cannot be started).
+    pub fn remove(&self, path: TempPath) {
+        #[cfg(test)]
+        if let Some(held) = &self.held {
+            if let Ok(mut v) = held.lock() {
+                v.push(path);
+            }
+            return;
+        }
+        let worker = self.worker.get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<TempPath>();
+            std::thread::Builder::new()
+                .name("baton-reaper".into())
+                .spawn(move || {
+                    // Dropping a `TempPath` unlinks it.
+                    for path in rx {
+                        drop(path);
+                    }
+                })
+                .ok()
+                .map(|handle| Worker { tx, handle })
+        });
+        // Without a thread (it could not be started), the file is removed here.
+        match worker {
+            Some(w) => {
+                if let Err(mpsc::SendError(path)) = w.tx.send(path) {
+                    drop(path);
+                }
+            }
+            None => drop(path),
+        }
+    }
+
+    /// Waits until every file handed to the reaper is removed.
+    pub fn wait(&mut self) {
+        #[cfg(test)]
+        if let Some(held) = &self.held
+            && let Ok(mut v) = held.lock()
+        {
+            v.clear();
+        }
+        if let Some(Some(Worker { tx, handle })) = self.worker.take() {
+            drop(tx);
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        self.wait();
+    }
 }
 
 /// The prefix of `path`'s temporary files: `.<name>.baton-tmp-`, so the ones a killed writer
@@ -283,6 +421,77 @@ mod tests {
         assert!(written.is_none());
         assert_eq!(fs::read_to_string(&p).unwrap(), "hand edit, in place");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temp left");
+    }
+
+    fn temps(dir: &Path) -> Vec<PathBuf> {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains(".baton-tmp-"))
+            .collect()
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_replaced_file_is_left_to_the_reaper() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.yaml");
+        fs::write(&p, "old").unwrap();
+        let read = fs::metadata(&p).unwrap();
+        let mut reaper = Reaper::holding();
+        let written = replace_if_with(&p, b"new", |m, moved| same(m, &read, moved), &reaper);
+        assert!(written.unwrap().is_some());
+        assert_eq!(fs::read_to_string(&p).unwrap(), "new");
+        // The replaced version is still there when the write returns: nobody waited for it.
+        let left = temps(dir.path());
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_eq!(fs::read_to_string(&left[0]).unwrap(), "old");
+        reaper.wait();
+        assert!(temps(dir.path()).is_empty());
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_kill_before_the_reaper_leaves_a_temp_the_next_writer_sweeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.yaml");
+        fs::write(&p, "old").unwrap();
+        let read = fs::metadata(&p).unwrap();
+        let mut reaper = Reaper::holding();
+        replace_if_with(&p, b"new", |m, moved| same(m, &read, moved), &reaper).unwrap();
+        reaper.forget();
+        drop(reaper);
+        assert_eq!(temps(dir.path()).len(), 1);
+        assert_eq!(fs::read_to_string(&p).unwrap(), "new");
+        assert_eq!(remove_stale_temps(&p), 1);
+        assert!(temps(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn a_reaper_removes_what_it_is_given_by_the_time_it_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.yaml");
+        fs::write(&p, "0").unwrap();
+        let reaper = Reaper::new();
+        for i in 1..=20 {
+            let read = fs::metadata(&p).unwrap();
+            let text = i.to_string();
+            let written = replace_if_with(
+                &p,
+                text.as_bytes(),
+                |m, moved| same(m, &read, moved),
+                &reaper,
+            );
+            assert!(written.unwrap().is_some());
+        }
+        // A write that finds the file changed hands nothing over and leaves nothing.
+        let stale = fs::metadata(&p).unwrap();
+        fs::write(&p, "hand edit").unwrap();
+        let written = replace_if_with(&p, b"x", |m, moved| same(m, &stale, moved), &reaper);
+        assert!(written.unwrap().is_none());
+        drop(reaper);
+        assert_eq!(fs::read_to_string(&p).unwrap(), "hand edit");
+        assert!(temps(dir.path()).is_empty());
     }
 
     #[test]

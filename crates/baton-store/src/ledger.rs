@@ -7,6 +7,13 @@
 //! underneath, the events are abandoned and the whole step is planned again from the new file.
 //! On the next start, a pending event is *applied* if the file shows it, *abandoned* if not, so
 //! every transition is in the journal exactly once and the file always parses.
+//!
+//! Moves ready at the same moment (the stories of a parallel run) go through
+//! [`Ledger::transition_all`]: each is checked on its own, and together they cost one journal
+//! commit and one file write. The replaced sprint file is removed on a thread of its own
+//! ([`crate::atomic::Reaper`]), and a story's file is found through
+//! [`story_file::find_indexed`], so neither its removal nor a listing of the stories folder is
+//! on a step's path.
 
 use crate::journal::{Event, EventFilter, Journal, JournalError, NewEvent};
 use crate::lock::{FileLock, LockError};
@@ -18,7 +25,7 @@ use baton_core::key::KeyKind;
 use baton_core::stamp::Stamp;
 use baton_core::status::{Status, StatusValue};
 use baton_core::transition::{self, Allowed, Current, Refusal};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -126,6 +133,13 @@ pub enum LedgerError {
     /// The story file could not be kept in step.
     #[error(transparent)]
     StoryFile(#[from] story_file::StoryFileError),
+    /// A request of a batch that was not made because an earlier part of the batch failed
+    /// ([`Ledger::transition_all`]).
+    #[error("`{key}` was not moved: an earlier move of the same batch failed")]
+    Stopped {
+        /// The key.
+        key: String,
+    },
 }
 
 /// Settings of the ledger.
@@ -205,6 +219,50 @@ pub struct Ledger<J: Journal> {
     /// Stories whose file lives elsewhere than `opts.stories_dir` for now: in the story's own
     /// git worktree while it is worked in parallel with others.
     placed: std::collections::HashMap<String, PathBuf>,
+    /// Removes the sprint file's replaced versions off the step's path.
+    reaper: crate::atomic::Reaper,
+    #[cfg(test)]
+    test: TestHooks,
+}
+
+/// What [`Ledger::commit`] did with the requests it was given.
+enum Commit {
+    /// The results of the requests it took (a prefix of them, in order).
+    Done(Vec<Result<Vec<Applied>, LedgerError>>),
+    /// The batch's text was refused as unreadable: go on one request per commit.
+    OneByOne,
+}
+
+/// Counts and a simulated kill, for tests.
+#[cfg(test)]
+#[derive(Debug, Default)]
+struct TestHooks {
+    /// Journal commits of pending events.
+    commits: usize,
+    /// Writes of the sprint file.
+    writes: usize,
+    /// The commit (its number, counting from 1) that stops, and where, as if the process were
+    /// killed there.
+    kill: Option<(usize, Kill)>,
+}
+
+/// Where a simulated kill stops a commit.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kill {
+    /// After the events are recorded pending, before the file is written.
+    BeforeWrite,
+    /// After the file is written, before the events are marked applied.
+    AfterWrite,
+}
+
+/// The error a simulated kill returns.
+#[cfg(test)]
+fn killed(path: &Path) -> LedgerError {
+    LedgerError::Write(crate::atomic::WriteError {
+        path: path.to_path_buf(),
+        source: std::io::Error::other("killed"),
+    })
 }
 
 impl<J: Journal> Ledger<J> {
@@ -217,6 +275,9 @@ impl<J: Journal> Ledger<J> {
             journal,
             opts,
             placed: std::collections::HashMap::new(),
+            reaper: crate::atomic::Reaper::new(),
+            #[cfg(test)]
+            test: TestHooks::default(),
         };
         crate::atomic::remove_stale_temps(ledger.doc.path());
         ledger.reconcile_locked()?;
@@ -313,18 +374,111 @@ impl<J: Journal> Ledger<J> {
     /// Makes one transition durable (plus the epic's follow-up, if any). Returns the changes
     /// written; empty if the key already had that status.
     pub fn transition(&mut self, req: &Request, now: &Now) -> Result<Vec<Applied>, LedgerError> {
+        let mut results = self.transition_all(std::slice::from_ref(req), now)?;
+        results.pop().unwrap_or_else(|| Ok(Vec::new()))
+    }
+
+    /// Makes several transitions durable together: moves that are ready at the same moment (the
+    /// stories of a parallel run) share one journal commit and one write of the sprint file,
+    /// where [`Ledger::transition`] takes one of each per move.
+    ///
+    /// The requests are taken in order, each checked against the transition table on its own,
+    /// against the file as the earlier requests leave it: the outcome is the one of calling
+    /// [`Ledger::transition`] for each in turn. The result has one entry per request, in order:
+    /// the changes written for it (empty when its key already had that status), or why it was
+    /// not made; a refused request does not hold back the others. The outer error is for what
+    /// stops the batch before any of it is made (the lock, the journal, the write of the file, a
+    /// file that keeps changing underneath), as [`Ledger::transition`]'s error is.
+    ///
+    /// A key moves at most once per commit, so that a batch cut off by a kill is reconciled as a
+    /// single transition is (a pending event was applied exactly when the file shows its
+    /// status): a request that would move a key an earlier request of the same commit moved (the
+    /// same story twice, or an epic following a second of its stories to another status) starts
+    /// the next commit. When such a later commit fails, the commits before it stand: its first
+    /// request gets the error and every request after it [`LedgerError::Stopped`].
+    pub fn transition_all(
+        &mut self,
+        reqs: &[Request],
+        now: &Now,
+    ) -> Result<Vec<Result<Vec<Applied>, LedgerError>>, LedgerError> {
         let _lock = FileLock::acquire(&self.opts.lock_path)?;
+        let mut out: Vec<Result<Vec<Applied>, LedgerError>> = Vec::with_capacity(reqs.len());
+        // After a write refused as unreadable, the rest go one per commit, so that the request
+        // whose text was refused is the only one refused.
+        let mut one_by_one = false;
+        while out.len() < reqs.len() {
+            let from = out.len();
+            let to = if one_by_one { from + 1 } else { reqs.len() };
+            match self.commit(&reqs[from..to], now) {
+                Ok(Commit::Done(results)) => out.extend(results),
+                Ok(Commit::OneByOne) => one_by_one = true,
+                Err(e) if out.is_empty() => return Err(e),
+                Err(e) => {
+                    // Earlier commits of the batch were made: their results stand, and the
+                    // requests from here on are answered with what stopped them.
+                    out.push(Err(e));
+                    out.extend(
+                        reqs[out.len()..]
+                            .iter()
+                            .map(|r| Err(LedgerError::Stopped { key: r.key.clone() })),
+                    );
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// One journal commit and one write for the longest prefix of `reqs` that moves no key
+    /// twice; the results of the requests it took, in order.
+    fn commit(&mut self, reqs: &[Request], now: &Now) -> Result<Commit, LedgerError> {
+        let edit = EditOptions {
+            write_extended: self.opts.write_extended,
+        };
         for attempt in 0..MAX_ATTEMPTS {
             self.refresh()?;
             self.reconcile_locked()?;
-            let (changes, events) = self.plan(req, now)?;
-            if changes.is_empty() {
-                return Ok(Vec::new());
+            // Each request taken: its result, or `None` while its events wait for the write.
+            let mut results: Vec<Option<Result<Vec<Applied>, LedgerError>>> = Vec::new();
+            // For each request that changes the file: its position, its changes, and how many
+            // of `events` are its.
+            let mut planned: Vec<(usize, Vec<Change>, usize)> = Vec::new();
+            let mut events: Vec<NewEvent> = Vec::new();
+            let mut moved: HashSet<String> = HashSet::new();
+            for req in reqs {
+                let (changes, evs) = match self.plan(req, now) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        results.push(Some(Err(e)));
+                        continue;
+                    }
+                };
+                if changes.is_empty() {
+                    results.push(Some(Ok(Vec::new())));
+                    continue;
+                }
+                if changes.iter().any(|c| moved.contains(&c.key)) {
+                    break;
+                }
+                if let Err(e) = self.doc.apply(&changes, now.stamp, edit) {
+                    results.push(Some(Err(e.into())));
+                    continue;
+                }
+                moved.extend(changes.iter().map(|c| c.key.clone()));
+                planned.push((results.len(), changes, evs.len()));
+                results.push(None);
+                events.extend(evs);
             }
-            let edit = EditOptions {
-                write_extended: self.opts.write_extended,
+            let done = |results: Vec<Option<Result<Vec<Applied>, LedgerError>>>| {
+                Commit::Done(
+                    results
+                        .into_iter()
+                        .map(|r| r.unwrap_or_else(|| Ok(Vec::new())))
+                        .collect(),
+                )
             };
-            self.doc.apply(&changes, now.stamp, edit)?;
+            if planned.is_empty() {
+                return Ok(done(results));
+            }
             let ids = match self.journal.record_pending(&events) {
                 Ok(ids) => ids,
                 Err(e) => {
@@ -332,24 +486,46 @@ impl<J: Journal> Ledger<J> {
                     return Err(e.into());
                 }
             };
-            match self.doc.persist() {
+            #[cfg(test)]
+            {
+                self.test.commits += 1;
+                if self.test.kill == Some((self.test.commits, Kill::BeforeWrite)) {
+                    return Err(killed(self.doc.path()));
+                }
+            }
+            match self.doc.persist_with(&self.reaper) {
                 Ok(()) => {
-                    self.journal.mark_applied(&ids)?;
-                    for (c, e) in changes.iter().zip(&events) {
-                        self.sync_story(&c.key, e.from.as_deref())?;
+                    #[cfg(test)]
+                    {
+                        self.test.writes += 1;
+                        if self.test.kill == Some((self.test.commits, Kill::AfterWrite)) {
+                            return Err(killed(self.doc.path()));
+                        }
                     }
-                    return Ok(events
-                        .into_iter()
-                        .zip(ids)
-                        .map(|(e, id)| Applied {
-                            event_id: id,
-                            key: e.key,
-                            from: e.from.unwrap_or_default(),
-                            to: e.to,
-                            actor: e.actor,
-                            forced: e.forced,
-                        })
-                        .collect());
+                    self.journal.mark_applied(&ids)?;
+                    let mut written = events.into_iter().zip(ids);
+                    for (at, changes, n) in planned {
+                        let mine: Vec<(NewEvent, i64)> = written.by_ref().take(n).collect();
+                        let synced = changes
+                            .iter()
+                            .zip(&mine)
+                            .try_for_each(|(c, (e, _))| self.sync_story(&c.key, e.from.as_deref()));
+                        if let Some(slot) = results.get_mut(at) {
+                            *slot = Some(synced.map(|()| {
+                                mine.into_iter()
+                                    .map(|(e, id)| Applied {
+                                        event_id: id,
+                                        key: e.key,
+                                        from: e.from.unwrap_or_default(),
+                                        to: e.to,
+                                        actor: e.actor,
+                                        forced: e.forced,
+                                    })
+                                    .collect()
+                            }));
+                        }
+                    }
+                    return Ok(done(results));
                 }
                 Err(PersistError::Conflict { .. }) => {
                     self.journal.mark_abandoned(&ids)?;
@@ -363,7 +539,16 @@ impl<J: Journal> Ledger<J> {
                 Err(e @ PersistError::Unreadable { .. }) => {
                     self.journal.mark_abandoned(&ids)?;
                     self.doc = SprintDoc::load(self.doc.path())?;
-                    return Err(LedgerError::Persist(e));
+                    if planned.len() > 1 {
+                        return Ok(Commit::OneByOne);
+                    }
+                    // The one request that wrote is the one whose text was refused.
+                    if let Some((at, _, _)) = planned.first()
+                        && let Some(slot) = results.get_mut(*at)
+                    {
+                        *slot = Some(Err(LedgerError::Persist(e)));
+                    }
+                    return Ok(done(results));
                 }
             }
             // Someone else is writing the file: give them room before planning again, with
@@ -476,7 +661,7 @@ impl<J: Journal> Ledger<J> {
         if !matches!(entry.key.kind(), KeyKind::Story { .. }) {
             return Ok(());
         }
-        let Some(path) = story_file::find(dir, key) else {
+        let Some(path) = story_file::find_indexed(dir, key) else {
             return Ok(());
         };
         let Some(raw) = &entry.raw else {
@@ -529,6 +714,312 @@ pub fn audit(doc: &SprintDoc, journal: &impl Journal) -> Result<Vec<Disagreement
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::journal::{EventState, SqliteJournal};
+    use std::fs;
+
+    const SPRINT: &str = "\
+last_updated: 2026-11-01 09:00
+development_status:
+  epic-1: in-progress
+  1-1-a: in-progress
+  1-2-b: in-progress
+  1-3-c: ready-for-dev
+  epic-1-retrospective: optional
+  epic-2: backlog
+  2-1-d: backlog
+  epic-2-retrospective: optional
+";
+
+    fn now() -> Now {
+        Now {
+            stamp: Stamp::new(2026, 11, 22, 9, 30).unwrap(),
+            rfc3339: "2026-11-22T09:30:00Z".into(),
+        }
+    }
+
+    /// The sprint above in `dir`, with a story file for `1-1-a` only.
+    fn setup(dir: &Path) {
+        fs::write(dir.join("sprint-status.yaml"), SPRINT).unwrap();
+        fs::create_dir_all(dir.join("stories")).unwrap();
+        fs::write(
+            dir.join("stories/1-1-a.md"),
+            "# Story 1.1: A\n\nStatus: in-progress\n",
+        )
+        .unwrap();
+    }
+
+    fn open(dir: &Path) -> Ledger<SqliteJournal> {
+        let journal = SqliteJournal::open(&dir.join(".baton/baton.db")).unwrap();
+        let opts = LedgerOptions {
+            lock_path: dir.join(".baton/sprint.lock"),
+            stories_dir: Some(dir.join("stories")),
+            write_extended: false,
+            auto_epic_done: false,
+        };
+        Ledger::open(&dir.join("sprint-status.yaml"), journal, opts).unwrap()
+    }
+
+    fn req(key: &str, to: Status, actor: Actor) -> Request {
+        Request {
+            key: key.into(),
+            to,
+            actor,
+            reason: "test".into(),
+            note: None,
+            force: false,
+            run_id: None,
+        }
+    }
+
+    /// Three stories of two epics; the third brings its epic along.
+    fn three() -> Vec<Request> {
+        vec![
+            req("1-1-a", Status::Review, Actor::Developer),
+            req("1-2-b", Status::Review, Actor::Developer),
+            req("2-1-d", Status::ReadyForDev, Actor::ScrumMaster),
+        ]
+    }
+
+    fn status(dir: &Path, key: &str) -> String {
+        let doc = SprintDoc::load(&dir.join("sprint-status.yaml")).unwrap();
+        doc.sprint()
+            .get(key)
+            .unwrap()
+            .effective()
+            .as_str()
+            .to_owned()
+    }
+
+    fn all_events(l: &Ledger<SqliteJournal>) -> Vec<Event> {
+        l.journal()
+            .events(&EventFilter {
+                all_states: true,
+                ..EventFilter::default()
+            })
+            .unwrap()
+    }
+
+    fn moves(l: &Ledger<SqliteJournal>, state: EventState) -> Vec<(String, String)> {
+        all_events(l)
+            .into_iter()
+            .filter(|e| e.state == state)
+            .map(|e| (e.key, e.to))
+            .collect()
+    }
+
+    fn three_moves() -> Vec<(String, String)> {
+        [
+            ("1-1-a", "review"),
+            ("1-2-b", "review"),
+            ("2-1-d", "ready-for-dev"),
+            ("epic-2", "in-progress"),
+        ]
+        .iter()
+        .map(|(k, s)| ((*k).to_owned(), (*s).to_owned()))
+        .collect()
+    }
+
+    #[test]
+    fn a_batch_is_one_journal_commit_and_one_write() {
+        let dir = tempfile::tempdir().unwrap();
+        setup(dir.path());
+        let mut l = open(dir.path());
+        let results = l.transition_all(&three(), &now()).unwrap();
+        let applied: Vec<usize> = results.iter().map(|r| r.as_ref().unwrap().len()).collect();
+        assert_eq!(applied, [1, 1, 2], "the third brings epic-2 along");
+        assert_eq!((l.test.commits, l.test.writes), (1, 1));
+        let events = all_events(&l);
+        assert_eq!(events.len(), 4);
+        assert!(
+            events.iter().all(|e| e.group == events[0].group),
+            "one group"
+        );
+        assert_eq!(moves(&l, EventState::Applied), three_moves());
+        for (key, to) in three_moves() {
+            assert_eq!(status(dir.path(), &key), to);
+        }
+        let story = fs::read_to_string(dir.path().join("stories/1-1-a.md")).unwrap();
+        assert!(story.contains("Status: review"), "{story}");
+        // The same batch again changes nothing: every key already has its status.
+        let again = l.transition_all(&three(), &now()).unwrap();
+        assert!(again.iter().all(|r| r.as_ref().is_ok_and(Vec::is_empty)));
+        assert_eq!((l.test.commits, l.test.writes), (1, 1));
+    }
+
+    #[test]
+    fn a_refused_request_leaves_the_others_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        setup(dir.path());
+        let mut l = open(dir.path());
+        let reqs = [
+            req("1-1-a", Status::Review, Actor::Developer),
+            req("1-3-c", Status::Done, Actor::Developer),
+            req("9-9-missing", Status::Review, Actor::Developer),
+            req("1-2-b", Status::Review, Actor::Developer),
+        ];
+        let results = l.transition_all(&reqs, &now()).unwrap();
+        assert_eq!(results.len(), 4);
+        assert_eq!(results[0].as_ref().unwrap().len(), 1);
+        assert!(
+            matches!(&results[1], Err(LedgerError::Refused { key, .. }) if key == "1-3-c"),
+            "{:?}",
+            results[1]
+        );
+        assert!(
+            matches!(
+                &results[2],
+                Err(LedgerError::Edit(EditError::NotFound { .. }))
+            ),
+            "{:?}",
+            results[2]
+        );
+        assert_eq!(results[3].as_ref().unwrap().len(), 1);
+        assert_eq!((l.test.commits, l.test.writes), (1, 1));
+        assert_eq!(status(dir.path(), "1-1-a"), "review");
+        assert_eq!(status(dir.path(), "1-3-c"), "ready-for-dev");
+        assert_eq!(status(dir.path(), "1-2-b"), "review");
+        // A single refused transition is still the caller's error.
+        let one = l.transition(&reqs[1], &now());
+        assert!(matches!(one, Err(LedgerError::Refused { .. })), "{one:?}");
+    }
+
+    #[test]
+    fn a_key_moved_twice_in_a_batch_takes_a_second_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        setup(dir.path());
+        let mut l = open(dir.path());
+        let reqs = [
+            req("1-1-a", Status::Review, Actor::Developer),
+            req("1-2-b", Status::Review, Actor::Developer),
+            req("1-1-a", Status::InProgress, Actor::Reviewer),
+            req("1-3-c", Status::InProgress, Actor::Developer),
+        ];
+        let results = l.transition_all(&reqs, &now()).unwrap();
+        assert!(
+            results
+                .iter()
+                .all(|r| r.as_ref().is_ok_and(|a| a.len() == 1))
+        );
+        assert_eq!((l.test.commits, l.test.writes), (2, 2));
+        let events = all_events(&l);
+        let groups: Vec<(&str, bool)> = events
+            .iter()
+            .map(|e| (e.key.as_str(), e.group == events[0].group))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                ("1-1-a", true),
+                ("1-2-b", true),
+                ("1-1-a", false),
+                ("1-3-c", false)
+            ]
+        );
+        assert_eq!(status(dir.path(), "1-1-a"), "in-progress");
+        assert!(moves(&l, EventState::Pending).is_empty());
+    }
+
+    #[test]
+    fn a_batch_killed_before_the_write_is_abandoned_on_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        setup(dir.path());
+        let mut l = open(dir.path());
+        l.test.kill = Some((1, Kill::BeforeWrite));
+        assert!(l.transition_all(&three(), &now()).is_err());
+        drop(l);
+        assert_eq!(
+            fs::read_to_string(dir.path().join("sprint-status.yaml")).unwrap(),
+            SPRINT
+        );
+        let mut l = open(dir.path());
+        assert_eq!(moves(&l, EventState::Abandoned), three_moves());
+        assert!(moves(&l, EventState::Pending).is_empty());
+        // Made again, each move is applied once.
+        let results = l.transition_all(&three(), &now()).unwrap();
+        assert!(results.iter().all(Result::is_ok));
+        assert_eq!(moves(&l, EventState::Applied), three_moves());
+    }
+
+    #[test]
+    fn a_batch_killed_after_the_write_is_applied_on_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        setup(dir.path());
+        let mut l = open(dir.path());
+        l.test.kill = Some((1, Kill::AfterWrite));
+        assert!(l.transition_all(&three(), &now()).is_err());
+        drop(l);
+        let mut l = open(dir.path());
+        assert_eq!(moves(&l, EventState::Applied), three_moves());
+        assert!(moves(&l, EventState::Pending).is_empty());
+        assert!(moves(&l, EventState::Abandoned).is_empty());
+        // Reconciliation brought the story file along.
+        let story = fs::read_to_string(dir.path().join("stories/1-1-a.md")).unwrap();
+        assert!(story.contains("Status: review"), "{story}");
+        // Made again, nothing moves twice.
+        let results = l.transition_all(&three(), &now()).unwrap();
+        assert!(results.iter().all(|r| r.as_ref().is_ok_and(Vec::is_empty)));
+        assert_eq!(moves(&l, EventState::Applied), three_moves());
+    }
+
+    #[test]
+    fn a_batch_killed_in_its_second_commit_keeps_the_first_on_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        setup(dir.path());
+        let mut l = open(dir.path());
+        l.test.kill = Some((2, Kill::BeforeWrite));
+        let reqs = [
+            req("1-1-a", Status::Review, Actor::Developer),
+            req("1-2-b", Status::Review, Actor::Developer),
+            req("1-1-a", Status::InProgress, Actor::Reviewer),
+            req("1-3-c", Status::InProgress, Actor::Developer),
+        ];
+        let results = l.transition_all(&reqs, &now()).unwrap();
+        assert_eq!(results[0].as_ref().unwrap().len(), 1);
+        assert_eq!(results[1].as_ref().unwrap().len(), 1);
+        assert!(
+            matches!(results[2], Err(LedgerError::Write(_))),
+            "{results:?}"
+        );
+        assert!(
+            matches!(&results[3], Err(LedgerError::Stopped { key }) if key == "1-3-c"),
+            "{results:?}"
+        );
+        drop(l);
+        let l = open(dir.path());
+        let first = [("1-1-a", "review"), ("1-2-b", "review")];
+        let second = [("1-1-a", "in-progress"), ("1-3-c", "in-progress")];
+        let owned = |m: &[(&str, &str)]| -> Vec<(String, String)> {
+            m.iter()
+                .map(|(k, s)| ((*k).to_owned(), (*s).to_owned()))
+                .collect()
+        };
+        assert_eq!(moves(&l, EventState::Applied), owned(&first));
+        assert_eq!(moves(&l, EventState::Abandoned), owned(&second));
+        assert_eq!(status(dir.path(), "1-1-a"), "review");
+        assert_eq!(status(dir.path(), "1-3-c"), "ready-for-dev");
+    }
+
+    #[test]
+    fn a_step_leaves_no_temp_file_once_the_ledger_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        setup(dir.path());
+        let mut l = open(dir.path());
+        for to in [Status::Review, Status::InProgress, Status::Review] {
+            let actor = if to == Status::Review {
+                Actor::Developer
+            } else {
+                Actor::Reviewer
+            };
+            l.transition(&req("1-2-b", to, actor), &now()).unwrap();
+        }
+        drop(l);
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("baton-tmp"))
+            .collect();
+        assert!(names.is_empty(), "{names:?}");
+    }
 
     #[test]
     fn backoff_doubles_to_its_cap_with_jitter_in_the_upper_half() {

@@ -9,7 +9,8 @@
 //! is read, and an edit changes only the value where it is (or inserts the line where the
 //! template puts it when there is none), so every other byte of the story — frontmatter, tasks,
 //! Dev Agent Record — is kept. It also finds a story's file in the story directory or one of its
-//! subfolders ([`find`]), and reads the title and the `### File List` of the Dev Agent Record.
+//! subfolders ([`find`], or [`find_indexed`] without listing the folder on every call: see
+//! [`lookup`]), and reads the title and the `### File List` of the Dev Agent Record.
 //! Files are written with [`crate::atomic::replace_unsynced`] (the sprint file is the durable
 //! copy of a status).
 
@@ -20,6 +21,9 @@ use std::path::{Path, PathBuf};
 
 use crate::atomic::{WriteError, replace_unsynced};
 use crate::frontmatter::body_offset;
+
+pub mod lookup;
+pub use lookup::{StoryIndex, find_indexed};
 
 /// The story's `Status:` line: where it is and what it says.
 #[derive(Debug, Clone, PartialEq, Eq)]

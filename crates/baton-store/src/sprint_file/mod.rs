@@ -322,6 +322,16 @@ impl SprintDoc {
     /// writes canonical tokens into spans the scanner placed and is not parsed again. The file's
     /// identity is compared both before the temp file is written and when it is swapped in.
     pub fn persist(&mut self) -> Result<(), PersistError> {
+        self.persist_inner(None)
+    }
+
+    /// [`SprintDoc::persist`], leaving the removal of the replaced file to `reaper` instead of
+    /// waiting for it: the ledger's durable step, which nothing needs to hold up for it.
+    pub fn persist_with(&mut self, reaper: &atomic::Reaper) -> Result<(), PersistError> {
+        self.persist_inner(Some(reaper))
+    }
+
+    fn persist_inner(&mut self, reaper: Option<&atomic::Reaper>) -> Result<(), PersistError> {
         let conflict = || PersistError::Conflict {
             path: self.path.clone(),
         };
@@ -345,7 +355,7 @@ impl SprintDoc {
             }
         }
         let expected = self.disk;
-        let written = atomic::replace_if(&self.path, self.text.as_bytes(), |now, moved| {
+        let unchanged = |now: &fs::Metadata, moved: bool| {
             let now = DiskVersion::of(now);
             match expected {
                 Some(e) if moved => {
@@ -357,7 +367,12 @@ impl SprintDoc {
                 Some(e) => now == e,
                 None => false,
             }
-        })?;
+        };
+        let bytes = self.text.as_bytes();
+        let written = match reaper {
+            Some(r) => atomic::replace_if_with(&self.path, bytes, unchanged, r)?,
+            None => atomic::replace_if(&self.path, bytes, unchanged)?,
+        };
         let Some(meta) = written else {
             return Err(conflict());
         };

@@ -1165,6 +1165,108 @@ fn ledger_with_a_journal_file_keeps_file_and_journal_in_step() {
         .unwrap();
 }
 
+/// Moves chosen on the starting file, made one after the other with `Ledger::transition` in one
+/// project and all at once with `Ledger::transition_all` in another: the same result for each
+/// request (refusals included: a move chosen on the starting file may be illegal once an earlier
+/// one moved its key), the same file, the same journal.
+fn batch_matches_singles(
+    text: &str,
+    steps: &[Step],
+    write_extended: bool,
+    auto_epic_done: bool,
+) -> Result<(), TestCaseError> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| TestCaseError::fail(format!("{what}: {e}"));
+    assert_valid_start(text)?;
+    let open = |dir: &Path| -> Result<Ledger<SqliteJournal>, TestCaseError> {
+        let path = dir.join("sprint-status.yaml");
+        std::fs::write(&path, text).map_err(|e| fail("write", &e))?;
+        let journal = SqliteJournal::open_in_memory().map_err(|e| fail("journal", &e))?;
+        let opts = LedgerOptions {
+            lock_path: dir.join(".baton/sprint.lock"),
+            stories_dir: None,
+            write_extended,
+            auto_epic_done,
+        };
+        Ledger::open(&path, journal, opts).map_err(|e| fail("open", &e))
+    };
+    let (dir_one, dir_all) = (
+        tempfile::tempdir().map_err(|e| fail("tempdir", &e))?,
+        tempfile::tempdir().map_err(|e| fail("tempdir", &e))?,
+    );
+    let mut one = open(dir_one.path())?;
+    let mut all = open(dir_all.path())?;
+    let now = Now {
+        stamp: Stamp {
+            year: 2026,
+            month: 11,
+            day: 22,
+            hour: 9,
+            minute: 30,
+        },
+        rfc3339: "2026-11-22T09:30:00Z".into(),
+    };
+    let reqs: Vec<Request> = steps
+        .iter()
+        .filter_map(|s| {
+            let (key, to) = choose(one.doc(), s, write_extended)?;
+            Some(Request {
+                key,
+                to,
+                actor: actor_of(s),
+                reason: "property test".into(),
+                note: s.note.clone(),
+                force: false,
+                run_id: None,
+            })
+        })
+        .collect();
+    let shown = |r: Result<Vec<ledger::Applied>, ledger::LedgerError>, dir: &Path| {
+        r.map_err(|e| e.to_string().replace(&dir.display().to_string(), "[DIR]"))
+    };
+    let singles: Vec<_> = reqs
+        .iter()
+        .map(|r| shown(one.transition(r, &now), dir_one.path()))
+        .collect();
+    let batch: Vec<_> = all
+        .transition_all(&reqs, &now)
+        .map_err(|e| fail("batch", &e))?
+        .into_iter()
+        .map(|r| shown(r, dir_all.path()))
+        .collect();
+    prop_assert_eq!(&batch, &singles);
+    prop_assert_eq!(all.doc().text(), one.doc().text());
+    let on_disk = SprintDoc::load(all.doc().path()).map_err(|e| fail("reload", &e))?;
+    prop_assert_eq!(on_disk.text(), one.doc().text());
+    let journal = |l: &Ledger<SqliteJournal>| -> Result<Vec<_>, TestCaseError> {
+        let filter = crate::journal::EventFilter {
+            all_states: true,
+            ..Default::default()
+        };
+        Ok(l.journal()
+            .events(&filter)
+            .map_err(|e| fail("events", &e))?
+            .into_iter()
+            .map(|e| (e.id, e.key, e.from, e.to, e.actor, e.forced, e.state))
+            .collect())
+    };
+    prop_assert_eq!(journal(&all)?, journal(&one)?);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config(32))]
+
+    #[test]
+    fn a_batch_of_transitions_ends_as_the_same_transitions_one_by_one(
+        spec in spec(Gen { valid: true, known_bugs: false }),
+        steps in prop::collection::vec(step(), 1..10),
+        write_extended in prop::bool::weighted(0.2),
+        auto_epic_done in any::<bool>(),
+    ) {
+        batch_matches_singles(&render(&spec), &steps, write_extended, auto_epic_done)?;
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. The loader never panics
 // ---------------------------------------------------------------------------------------------
