@@ -38,6 +38,8 @@ pub struct RunCtx {
     pub ledger: SharedLedger,
     /// Settings.
     pub settings: SprintSettings,
+    /// Moves of stories in flight at once, committed together.
+    pub grouper: crate::group_commit::Grouper,
 }
 
 impl std::ops::Deref for RunCtx {
@@ -93,7 +95,8 @@ impl RunCtx {
     /// projects keep them; where it will be written when there is none yet.
     pub fn story_path(&self, key: &str) -> PathBuf {
         let dir = &self.settings.stories_dir;
-        baton_store::story_file::find(dir, key).unwrap_or_else(|| dir.join(format!("{key}.md")))
+        baton_store::story_file::find_indexed(dir, key)
+            .unwrap_or_else(|| dir.join(format!("{key}.md")))
     }
 
     /// Commits everything with `message` for story `key` (`-`: the run's own commit).
@@ -274,7 +277,7 @@ impl StoryCtx {
             return self.run.story_path(&self.key);
         }
         let dir = self.stories_dir();
-        baton_store::story_file::find(&dir, &self.key)
+        baton_store::story_file::find_indexed(&dir, &self.key)
             .unwrap_or_else(|| dir.join(format!("{}.md", self.key)))
     }
 
@@ -446,11 +449,12 @@ impl StoryCtx {
             ws.touched(&[&story]);
         }
         let req = self.request(m);
-        let now = self.run.clock.now();
-        let (applied, sprint_file) = self.run.with_ledger(|l| {
-            let applied = l.transition(&req, &now)?;
-            Ok((applied, l.doc().path().to_path_buf()))
-        })?;
+        let applied = self
+            .run
+            .grouper
+            .transition(&self.run.ledger, req, || self.run.clock.now())
+            .await?;
+        let sprint_file = self.run.with_ledger(|l| Ok(l.doc().path().to_path_buf()))?;
         if applied.is_empty() {
             return Err(EngineError::NoProgress {
                 key: self.key.clone(),

@@ -16,6 +16,7 @@ pub mod checks;
 pub mod clock;
 pub mod ctx;
 pub mod error;
+pub mod group_commit;
 pub mod prompts;
 pub mod protocol;
 pub mod run;

@@ -49,6 +49,7 @@ impl SprintEngine {
             run,
             ledger: self.ledger.clone(),
             settings: self.settings.clone(),
+            grouper: Default::default(),
         })
     }
 

@@ -199,14 +199,30 @@ async fn recovered_stage(run: &RunCtx, run_id: &str) -> Result<Option<String>, E
         let head = run.workspace().git().head_subject().await;
         return Ok((head.as_deref() != Some(message.as_str())).then_some(message));
     }
+    // A story worked in its own worktree owes its stage commit there (`settle_tree`), never in
+    // the main tree, whose leftovers are then only baton's own files.
+    if run
+        .workspace()
+        .branch_exists(&super::lane::branch_of(&last.key))
+        .await
+    {
+        return Ok(None);
+    }
     let facts = run.facts(&last.key)?;
     let Some(what) = owed_stage(&facts, last.from.as_deref().unwrap_or_default(), &last.to) else {
         return Ok(None);
     };
     let short = last.key.split('-').take(2).collect::<Vec<_>>().join("-");
     let message = format!("story({short}): {what}");
-    let head = run.workspace().git().head_subject().await;
-    Ok((head.as_deref() != Some(message.as_str())).then_some(message))
+    // Made already: at HEAD, or (a story merged from its worktree while others went on) among
+    // the newest commits.
+    let recent = run
+        .workspace()
+        .git()
+        .run(&["log", "-n", "100", "--format=%s"])
+        .await
+        .unwrap_or_default();
+    Ok((!recent.lines().any(|l| l == message)).then_some(message))
 }
 
 /// The stage (`dev`, `review round 2`, …) whose commit goes with a story's move `from` → `to`,
