@@ -2,7 +2,8 @@
 //! same moment share one journal commit and one sprint-file write.
 //!
 //! A story's move is queued, and the story lets the other stories in flight run up to their own
-//! next wait ([`tokio::task::yield_now`]); then whichever story gets there first hands every
+//! next wait ([`tokio::task::yield_now`]), or, with stories in parallel, waits a few
+//! milliseconds for moves about to come; then whichever story gets there first hands every
 //! queued move to [`baton_store::ledger::Ledger::transition_all`] in one call. Each move is still
 //! checked against the transition table on its own, and a key moves at most once per commit, so
 //! every transition is journaled exactly once and a kill at any instant recovers as for a single
@@ -22,6 +23,7 @@ type Answer = Result<Vec<Applied>, EngineError>;
 pub struct Grouper {
     queue: Mutex<Vec<(u64, Request, oneshot::Sender<Answer>)>>,
     next_id: Mutex<u64>,
+    window: std::time::Duration,
 }
 
 /// Withdraws a queued move whose caller stopped waiting before its batch was taken.
@@ -39,6 +41,16 @@ impl Drop for Withdraw<'_> {
 }
 
 impl Grouper {
+    /// A grouper that waits up to `window` for other stories' moves before it commits (zero:
+    /// only those already queued; a few milliseconds when stories run in parallel, whose moves
+    /// after equally long model calls arrive within them).
+    pub fn with_window(window: std::time::Duration) -> Grouper {
+        Grouper {
+            window,
+            ..Grouper::default()
+        }
+    }
+
     /// Makes `req` durable, in one commit with the moves other stories queued meanwhile.
     pub async fn transition(
         &self,
@@ -57,7 +69,11 @@ impl Grouper {
             .map_err(|_| poisoned())?
             .push((id, req, tx));
         let withdraw = Withdraw { grouper: self, id };
-        tokio::task::yield_now().await;
+        if self.window.is_zero() {
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(self.window).await;
+        }
         self.commit(ledger, &now());
         drop(withdraw);
         rx.await

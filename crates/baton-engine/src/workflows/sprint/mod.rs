@@ -29,6 +29,9 @@ use baton_store::journal::Journal;
 use report::{RunEnd, SprintReport};
 use std::sync::Arc;
 
+/// How long a story's move waits for others' to share its commit, with stories in parallel.
+const GROUP_WINDOW_MS: u64 = 5;
+
 /// The sprint workflow: the ledger and the settings; the run supplies everything else.
 pub struct SprintEngine {
     /// The sprint ledger (sprint file + journal).
@@ -49,7 +52,12 @@ impl SprintEngine {
             run,
             ledger: self.ledger.clone(),
             settings: self.settings.clone(),
-            grouper: Default::default(),
+            // With stories in parallel, moves a few milliseconds apart share a commit.
+            grouper: crate::group_commit::Grouper::with_window(if self.settings.parallel > 1 {
+                std::time::Duration::from_millis(GROUP_WINDOW_MS)
+            } else {
+                std::time::Duration::ZERO
+            }),
         })
     }
 
