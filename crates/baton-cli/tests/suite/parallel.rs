@@ -624,3 +624,110 @@ fn standard_mode_shows_the_projected_cost_and_asks_before_starting_stories_in_pa
     );
     assert_eq!(report["completed"], 2, "{report:#}");
 }
+
+#[test]
+fn with_qa_on_a_story_is_merged_before_qa_and_its_verified_commit_goes_through_the_lane() {
+    let mut script = Script::new();
+    for key in [A1, B1] {
+        script = review_pass(script.create(key).develop(key, true), key)
+            .turn(
+                "qa",
+                &re(&format!(
+                    "Verify story `{key}`, review round 1 (mode: verify)"
+                )),
+                "Running it end to end.",
+                vec![call(
+                    "run_command",
+                    json!({ "program": "echo", "args": [format!("checked-{key}")] }),
+                )],
+            )
+            .turn(
+                "qa",
+                &re(&format!("checked-{key}")),
+                &pass_verdict(&format!("{key} works end to end")),
+                vec![],
+            );
+    }
+    let p = project(&script, "qa = true");
+    let (events, report, run) = sprint_json(
+        &p,
+        &[
+            "--yolo",
+            "--parallel",
+            "2",
+            "--stories",
+            &format!("{A1},{B1}"),
+        ],
+        0,
+    );
+    assert_eq!(report["completed"], 2, "{report:#}\n{}", run.stderr);
+    for key in [A1, B1] {
+        // Merged twice: after the review (QA runs on the merged code), and after QA.
+        let merged: Vec<usize> = events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e["event"] == "merge" && e["key"] == key && e["phase"] == "merged")
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(merged.len(), 2, "{key}");
+        let qa_stage = events
+            .iter()
+            .position(|e| e["event"] == "stage" && e["key"] == key && e["stage"] == "verify")
+            .expect("a verify stage");
+        assert!(merged[0] < qa_stage && qa_stage < merged[1], "{key}");
+        assert_eq!(
+            transitions(&p, key),
+            pairs(&[
+                ("backlog", "ready-for-dev"),
+                ("ready-for-dev", "in-progress"),
+                ("in-progress", "review"),
+                ("review", "e2e-verify"),
+                ("e2e-verify", "done"),
+            ])
+        );
+        let want: Vec<String> = ["create", "dev", "review passed", "verified"]
+            .iter()
+            .map(|w| format!("story({}): {w}", short(key)))
+            .collect();
+        assert_eq!(story_subjects(&subjects(&p), key), want);
+    }
+    assert_eq!(dirty(&p), Vec::<String>::new());
+    assert_eq!(branches(&p), ["main"]);
+    assert_eq!(worktrees(&p), 1);
+}
+
+#[test]
+fn setting_an_unmergeable_branch_aside_keeps_it_renamed_and_starts_the_story_over() {
+    let stuck = "<<<<<<< ours\nthe product\n=======\nstill undecided\n>>>>>>> theirs\n";
+    let mut script = Script::new();
+    for key in [A1, B1] {
+        script = develop_shared(script.create(key), key);
+        script = review_pass(script, key);
+    }
+    for key in [A1, B1] {
+        script = resolve(script, key, stuck);
+    }
+    let p = project(&script, "max_review_rounds = 1");
+    let stories = format!("{A1},{B1}");
+    let (_, report, _) = sprint_json(&p, &["--yolo", "--parallel", "2", "--stories", &stories], 3);
+    let open = super::sprint::open_escalations(&p);
+    assert_eq!(open.len(), 1, "{report:#}");
+    let key = s(&open[0], "key").to_owned();
+    let id = open[0]["id"].as_i64().expect("id");
+    let before = git(p.root(), &["rev-parse", &format!("baton/{key}")]);
+    super::sprint::baton(&p, &["answer", &id.to_string(), "set-aside"]).expect_code(0);
+    let (_, again, run) = sprint_json(&p, &["--yolo", "--parallel", "2", "--stories", &key], 1);
+    assert!(
+        s(&again["stories"][0], "error").contains("starts over on the next run"),
+        "{again:#}\n{}",
+        run.stderr
+    );
+    // The branch is kept under a new name, with the same commits; the worktree is gone.
+    let aside = format!("baton/{key}-set-aside-{id}");
+    assert!(branches(&p).contains(&aside), "{:?}", branches(&p));
+    assert_eq!(git(p.root(), &["rev-parse", &aside]), before);
+    assert!(!branches(&p).contains(&format!("baton/{key}")));
+    assert!(!p.root().join(format!(".baton/worktrees/{key}")).exists());
+    assert_eq!(statuses(&p)[key.as_str()], "backlog");
+    assert!(super::sprint::open_escalations(&p).is_empty());
+}
