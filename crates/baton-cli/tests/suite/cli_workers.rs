@@ -376,3 +376,99 @@ async fn a_repository_pi_settings_file_stops_the_pi_developer_unless_the_project
     assert_eq!(statuses(&p)[K1], "done");
     assert!(!server.requests().is_empty(), "pi never called the model");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn in_a_story_worktree_the_policy_hook_refuses_the_sprint_file_baton_toml_and_baton_state() {
+    let Some(program) = claude() else { return };
+    let p = Project::with_sprint("development_status:\n  epic-1: backlog\n  1-1-a: backlog\n");
+    p.write(".baton/.gitignore", "*\n");
+    p.write("baton.toml", "[sprint]\nparallel = 2\n");
+    super::sprint::git_init(&p);
+    let root = std::fs::canonicalize(p.root()).unwrap();
+    // The story's worktree, as `baton sprint --parallel` makes it.
+    let sandbox = Arc::new(Sandbox::new(&root, &Sandbox::default_deny()).unwrap());
+    let main = Workspace::new(&root, sandbox, Vec::new());
+    let tree_dir = root.join(".baton/worktrees/1-1-a");
+    let tree = main.worktree("baton/1-1-a", &tree_dir).await.unwrap();
+    let sprint_before = p.read_sprint();
+    let tree_sprint = tree_dir.join(SPRINT_REL);
+    let tree_sprint_before = std::fs::read_to_string(&tree_sprint).unwrap();
+    for (target, verb) in [
+        (tree_sprint.clone(), "READ-THEN-WRITE"),
+        // Out of the worktree, into the main tree.
+        (root.join("from-the-worktree.txt"), "WRITE"),
+        (tree_dir.join("baton.toml"), "READ-THEN-WRITE"),
+        (tree_dir.join(".baton/state.db"), "WRITE"),
+    ] {
+        let server = MockServer::start().await;
+        server.respond_with(scripted::responder(&tree_dir));
+        let mut w = worker(&root, program.clone(), server.url());
+        w.workspace = Arc::new(Workspace::new(
+            &tree_dir,
+            tree.sandbox().clone(),
+            Vec::new(),
+        ));
+        w.policy_hook = Some(format!(
+            "{} -C {} guard --policy --tree {}",
+            quote(env!("CARGO_BIN_EXE_baton")),
+            quote(&root.display().to_string()),
+            quote(&tree_dir.display().to_string())
+        ));
+        let task = format!("Please {verb}:{}", target.display());
+        let out = w
+            .run(&Job {
+                agent: developer(),
+                task,
+            })
+            .await;
+        let raw = std::fs::read_to_string(stream_path(out.transcript.as_ref().unwrap())).unwrap();
+        assert!(
+            raw.contains("PreToolUse:Write") && raw.contains("baton policy:"),
+            "no refusal by baton's hook in the stream for {}:\n{raw}",
+            target.display()
+        );
+        assert!(out.files_changed.is_empty(), "{out:?}");
+    }
+    assert_eq!(
+        p.read_sprint(),
+        sprint_before,
+        "the main sprint file was written"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&tree_sprint).unwrap(),
+        tree_sprint_before,
+        "the worktree's sprint file was written"
+    );
+    assert!(!tree_dir.join(".baton/state.db").exists());
+    assert!(!root.join("from-the-worktree.txt").exists());
+    // The story's own files in its worktree are the agent's to write.
+    let server = MockServer::start().await;
+    server.respond_with(scripted::responder(&tree_dir));
+    let mut w = worker(&root, program.clone(), server.url());
+    w.workspace = Arc::new(Workspace::new(
+        &tree_dir,
+        tree.sandbox().clone(),
+        Vec::new(),
+    ));
+    w.policy_hook = Some(format!(
+        "{} -C {} guard --policy --tree {}",
+        quote(env!("CARGO_BIN_EXE_baton")),
+        quote(&root.display().to_string()),
+        quote(&tree_dir.display().to_string())
+    ));
+    let own = tree_dir.join("story-work.txt");
+    let out = w
+        .run(&Job {
+            agent: developer(),
+            task: format!("Please WRITE:{}", own.display()),
+        })
+        .await;
+    assert!(
+        own.exists(),
+        "the agent could not write its own file: {out:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree_dir.join("baton.toml")).unwrap(),
+        "[sprint]\nparallel = 2\n"
+    );
+}
