@@ -135,10 +135,9 @@ mod tests {
             );
         }
         // A worktree of someone else's branch is not a story in flight.
-        git(
-            &root,
-            &["worktree", "add", "-q", "-b", "feature", "../elsewhere-wt"],
-        );
+        let elsewhere = tempfile::tempdir().unwrap();
+        let other = elsewhere.path().join("wt").display().to_string();
+        git(&root, &["worktree", "add", "-q", "-b", "feature", &other]);
         let db = root.join(".baton/baton.db");
         let mut j = SqliteJournal::open(&db).unwrap();
         for (key, phase) in [
