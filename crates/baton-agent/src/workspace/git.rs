@@ -39,6 +39,17 @@ const HARDENED: [&str; 13] = [
     "commit.gpgSign=false",
 ];
 
+/// Stages every change under the root except baton's own state and temp files of interrupted
+/// writes: what a stage commit (or a rebase continued after a merge fix round) takes.
+pub const ADD_ALL: [&str; 6] = [
+    "add",
+    "-A",
+    "--",
+    ".",
+    ":(exclude).baton",
+    ":(exclude,glob)**/.*.baton-tmp-*",
+];
+
 /// Why a git call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GitError {
@@ -249,15 +260,7 @@ impl Git {
     /// nothing to commit.
     pub async fn commit_all(&self, message: &str) -> Result<Option<String>, GitError> {
         let _held = self.meta.lock().await;
-        self.run(&[
-            "add",
-            "-A",
-            "--",
-            ".",
-            ":(exclude).baton",
-            ":(exclude,glob)**/.*.baton-tmp-*",
-        ])
-        .await?;
+        self.run(&ADD_ALL).await?;
         let out = self
             .run_with(
                 &["commit", "--no-verify", "-m", message],

@@ -300,19 +300,7 @@ impl Workspace {
     /// Stages the resolution of a stopped rebase and continues it.
     pub async fn rebase_continue(&self) -> Result<Rebase, GitError> {
         self.forget();
-        self.git
-            .run_serial(
-                &[
-                    "add",
-                    "-A",
-                    "--",
-                    ".",
-                    ":(exclude).baton",
-                    ":(exclude,glob)**/.*.baton-tmp-*",
-                ],
-                &[],
-            )
-            .await?;
+        self.git.run_serial(&super::git::ADD_ALL, &[]).await?;
         let out = self
             .git
             .run_serial(&["rebase", "--continue"], &REBASE_CONFIG)

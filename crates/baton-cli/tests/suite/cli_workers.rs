@@ -377,6 +377,25 @@ async fn a_repository_pi_settings_file_stops_the_pi_developer_unless_the_project
     assert!(!server.requests().is_empty(), "pi never called the model");
 }
 
+/// A Claude Code developer working in the story worktree `tree` of the project at `root`, with
+/// the policy hook told its tree, as `baton sprint --parallel` runs it.
+fn tree_worker(root: &Path, tree: &Workspace, server: &MockServer, program: PathBuf) -> CliWorker {
+    server.respond_with(scripted::responder(tree.root()));
+    let mut w = worker(root, program, server.url());
+    w.workspace = Arc::new(Workspace::new(
+        tree.root(),
+        tree.sandbox().clone(),
+        Vec::new(),
+    ));
+    w.policy_hook = Some(format!(
+        "{} -C {} guard --policy --tree {}",
+        quote(env!("CARGO_BIN_EXE_baton")),
+        quote(&root.display().to_string()),
+        quote(&tree.root().display().to_string())
+    ));
+    w
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn in_a_story_worktree_the_policy_hook_refuses_the_sprint_file_baton_toml_and_baton_state() {
     let Some(program) = claude() else { return };
@@ -401,19 +420,7 @@ async fn in_a_story_worktree_the_policy_hook_refuses_the_sprint_file_baton_toml_
         (tree_dir.join(".baton/state.db"), "WRITE"),
     ] {
         let server = MockServer::start().await;
-        server.respond_with(scripted::responder(&tree_dir));
-        let mut w = worker(&root, program.clone(), server.url());
-        w.workspace = Arc::new(Workspace::new(
-            &tree_dir,
-            tree.sandbox().clone(),
-            Vec::new(),
-        ));
-        w.policy_hook = Some(format!(
-            "{} -C {} guard --policy --tree {}",
-            quote(env!("CARGO_BIN_EXE_baton")),
-            quote(&root.display().to_string()),
-            quote(&tree_dir.display().to_string())
-        ));
+        let w = tree_worker(&root, &tree, &server, program.clone());
         let task = format!("Please {verb}:{}", target.display());
         let out = w
             .run(&Job {

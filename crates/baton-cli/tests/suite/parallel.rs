@@ -240,19 +240,24 @@ fn four_stories_two_at_a_time_merge_through_one_lane_and_a_conflict_gets_a_fix_r
     assert!(journal(&p).len() >= 16);
 }
 
-#[test]
-fn a_conflict_the_rounds_cannot_resolve_escalates_and_keeps_its_branch_while_others_finish() {
-    // The fix rounds leave the markers in: the developer writes a file that still conflicts.
+/// `1-1` and `2-1` both rewrite the shared line, and every merge fix round leaves the markers
+/// in (the developer writes a file that still conflicts).
+fn unresolvable() -> Script {
     let stuck = "<<<<<<< ours\nthe product\n=======\nstill undecided\n>>>>>>> theirs\n";
     let mut script = Script::new();
     for key in [A1, B1] {
         script = develop_shared(script.create(key), key);
         script = review_pass(script, key);
     }
-    script = review_pass(script.create(A2).develop(A2, true), A2);
     for key in [A1, B1] {
         script = resolve(script, key, stuck);
     }
+    script
+}
+
+#[test]
+fn a_conflict_the_rounds_cannot_resolve_escalates_and_keeps_its_branch_while_others_finish() {
+    let script = review_pass(unresolvable().create(A2).develop(A2, true), A2);
     let p = project(&script, "max_review_rounds = 2");
     // Only three stories: `2-2` is not in the batch.
     let (_, report, run) = sprint_json(
@@ -698,16 +703,7 @@ fn with_qa_on_a_story_is_merged_before_qa_and_its_verified_commit_goes_through_t
 
 #[test]
 fn setting_an_unmergeable_branch_aside_keeps_it_renamed_and_starts_the_story_over() {
-    let stuck = "<<<<<<< ours\nthe product\n=======\nstill undecided\n>>>>>>> theirs\n";
-    let mut script = Script::new();
-    for key in [A1, B1] {
-        script = develop_shared(script.create(key), key);
-        script = review_pass(script, key);
-    }
-    for key in [A1, B1] {
-        script = resolve(script, key, stuck);
-    }
-    let p = project(&script, "max_review_rounds = 1");
+    let p = project(&unresolvable(), "max_review_rounds = 1");
     let stories = format!("{A1},{B1}");
     let (_, report, _) = sprint_json(&p, &["--yolo", "--parallel", "2", "--stories", &stories], 3);
     let open = super::sprint::open_escalations(&p);
