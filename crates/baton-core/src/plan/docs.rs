@@ -9,7 +9,6 @@
 //! "Story N.M[a-z]?[:] title", case-insensitive. Line numbers are 1-based.
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use std::fmt;
 
 /// What an identifier names.
@@ -126,6 +125,9 @@ pub struct Epics {
     pub coverage: Vec<(ReqId, usize, String)>,
     /// Headings that look like an epic or story but fail the pattern: line and text.
     pub malformed: Vec<(usize, String)>,
+    /// The sprint plan exactly as BMad's `sprint_plan.py generate` reads the same files: keys,
+    /// epic order, repeated headings.
+    pub plan: super::bmad::SprintPlan,
 }
 
 impl Epics {
@@ -319,30 +321,9 @@ pub fn parse_architecture(path: &str, text: &str) -> Architecture {
 }
 
 /// BMad's slug: lowercase, each run of non-word characters → `-`, trimmed, at most 60
-/// characters; an 8-hex SHA-256 prefix when nothing is left.
+/// characters; an 8-hex SHA-256 prefix when nothing is left (see [`super::bmad::slug`]).
 pub fn slug(title: &str) -> String {
-    let mut out = String::new();
-    let mut dash = false;
-    for c in title.to_lowercase().chars() {
-        if c.is_alphanumeric() || c == '_' {
-            if dash && !out.is_empty() {
-                out.push('-');
-            }
-            dash = false;
-            out.push(c);
-        } else {
-            dash = true;
-        }
-    }
-    let mut cut: String = out.chars().take(60).collect();
-    while cut.ends_with('-') {
-        cut.pop();
-    }
-    if cut.is_empty() {
-        let d = Sha256::digest(title.as_bytes());
-        return d.iter().take(4).map(|b| format!("{b:02x}")).collect();
-    }
-    cut
+    super::bmad::slug(title)
 }
 
 /// A heading: its level and text.
@@ -415,6 +396,7 @@ fn is_list_item(line: &str) -> bool {
 pub fn parse_epics(path: &str, text: &str) -> Epics {
     let mut doc = Epics {
         path: path.to_owned(),
+        plan: super::bmad::parse(&[(path.to_owned(), text.to_owned())]),
         ..Epics::default()
     };
     // Index into doc.epics of the current epic, and whether a story is open.
@@ -458,10 +440,15 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
             {
                 match (story_prefix(number), epic) {
                     (Some(prefix), Some(i)) => {
+                        // The key BMad's sprint planning derives from the same line, when it
+                        // reads the line as a story heading.
+                        let key = super::bmad::story_heading(raw)
+                            .map(|h| h.key())
+                            .unwrap_or_else(|| format!("{prefix}-{}", slug(title)));
                         doc.epics[i].stories.push(Story {
                             file: path.to_owned(),
                             number: number.to_owned(),
-                            key: format!("{prefix}-{}", slug(title)),
+                            key,
                             title: title.to_owned(),
                             line,
                             cites: Vec::new(),
@@ -531,6 +518,9 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
 /// as one document whose epics and stories keep the file they are written in.
 pub fn parse_epics_sharded(index: (&str, &str), shards: &[(String, String)]) -> Epics {
     let mut doc = parse_epics(index.0, index.1);
+    let mut files = vec![(index.0.to_owned(), index.1.to_owned())];
+    files.extend(shards.iter().cloned());
+    doc.plan = super::bmad::parse(&files);
     for (path, text) in shards {
         let part = parse_epics(path, text);
         for e in part.epics {
