@@ -435,3 +435,38 @@ fn baton_init_on_planned_epics_writes_a_file_bmad_validates() {
         );
     }
 }
+
+#[test]
+fn a_story_parked_by_baton_stays_parked_after_bmads_generate_drops_the_marker() {
+    let Some(bmad) = bmad() else { return };
+    let p = project_with(
+        "epics.md",
+        "## Epic 1: A\n### Story 1.1: One\n### Story 1.2: Two\n",
+    );
+    p.ok(&["sprint-plan"]);
+    p.write(
+        SPRINT_REL,
+        &restatus(&p.read_sprint(), |k, _| match k {
+            "epic-1" | "1-1-one" => Some("in-progress"),
+            _ => None,
+        }),
+    );
+    p.ok(&["set", "1-1-one", "needs-intervention"]);
+    assert!(p.read_sprint().contains("# baton: needs-intervention"));
+    bmad.generate(
+        p.root(),
+        &[p.root().join(PLANNING).join("epics.md")],
+        &p.sprint_path(),
+    );
+    let refreshed = p.read_sprint();
+    assert!(
+        !refreshed.contains("# baton:"),
+        "BMad kept the marker?\n{refreshed}"
+    );
+    assert!(refreshed.contains("1-1-one: in-progress"), "{refreshed}");
+    // BMad would resume the story; baton knows it waits for a human and says so.
+    let board = p.status_json();
+    assert_eq!(board["blocked"][0]["key"], "1-1-one", "{board}");
+    assert_eq!(board["next"]["key"], "1-2-two", "{board}");
+    assert_eq!(bmad.problems(&p.sprint_path()), Vec::<String>::new());
+}
