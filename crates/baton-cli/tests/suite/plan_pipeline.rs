@@ -11,17 +11,13 @@ use std::time::{Duration, Instant};
 const PLANNING: &str = "_bmad-output/planning-artifacts";
 pub(super) const IDEA: &str = "A command-line tool that counts the words and lines of a text";
 
-const BRIEF: &str =
-    "# Product Brief: tally\n\n## Vision\n\nCount text quickly.\n\n## Users\n\nWriters.\n";
-const PRD: &str = "# PRD: tally\n\n## Functional Requirements\n\n- FR1: a user can count words\n- FR2: a user can count lines\n\n## Non-Functional Requirements\n\n- NFR1: counts a megabyte in under a second\n";
-const ARCH: &str =
-    "# Architecture: tally\n\n## Decisions\n\n### ADR-001: pure functions in one module\n";
-const EPICS: &str = "# tally - Epic Breakdown\n\n## Epic 1: Counting\n\n### Story 1.1: Count words\n\nAs a writer, I want word counts (FR1, NFR1, ADR-001).\n\n**Acceptance Criteria:**\n\n**Given** a text\n**When** I count its words\n**Then** I get the number\n\n### Story 1.2: Count lines\n\nAs a writer, I want line counts (FR2).\n\n**Given** a text\n**Then** I get its lines\n";
-const READINESS: &str =
-    "# Implementation Readiness Report: tally\n\n**Verdict:** PASS\n\nEverything is covered.\n";
-const SPEC: &str =
-    "# Tech Spec: tally\n\n## Requirements\n\n- FR1: the typo in the help text is fixed\n";
-const SPEC_EPICS: &str = "# tally - Epic Breakdown\n\n## Epic 1: Fixes\n\n### Story 1.1: Fix the help typo\n\nFR1.\n\n**Given** the help\n**Then** no typo\n";
+const BRIEF: &str = "# Product Brief: tally\n\n## Vision\n\nCount text quickly.\n\n## Users\n\nWriters.\n\n## Constraints\n\nNone.\n\n## Success Metrics\n\nCounts match wc.\n\n## Out of Scope\n\nFiles.\n";
+const PRD: &str = "# PRD: tally\n\n## Goals\n\nExact counts.\n\n## Functional Requirements\n\n- FR1: a user can count words\n- FR2: a user can count lines\n\n## Non-Functional Requirements\n\n- NFR1: counts a megabyte in under a second\n\n## User Journeys\n\nA writer counts a draft (FR1).\n\n## Out of Scope\n\nFiles.\n";
+const ARCH: &str = "# Architecture: tally\n\n## Components\n\nOne module.\n\n## Data Model\n\nNone.\n\n## Interfaces\n\nFunctions.\n\n## Decisions\n\n### ADR-001: pure functions in one module\n\n## Requirements Coverage\n\nFR1 and FR2 by the module.\n";
+const EPICS: &str = "# tally - Epic Breakdown\n\n## Requirements Inventory\n\nFR1, FR2, NFR1.\n\n## Epic List\n\n- Epic 1: Counting\n\n## Epic 1: Counting\n\n### Story 1.1: Count words\n\nAs a writer, I want word counts (FR1, NFR1, ADR-001).\n\n**Acceptance Criteria:**\n\n**Given** a text\n**When** I count its words\n**Then** I get the number\n\n### Story 1.2: Count lines\n\nAs a writer, I want line counts (FR2).\n\n**Given** a text\n**Then** I get its lines\n";
+const READINESS: &str = "# Implementation Readiness Report: tally\n\n**Verdict:** PASS\n\nEverything is covered.\n\n## Documents Reviewed\n\nAll four.\n\n## Requirements Coverage\n\nComplete.\n\n## Epic and Story Quality\n\nGood.\n\n## Cross-Reference Findings\n\nNone.\n\n## Recommendation\n\nBuild.\n";
+const SPEC: &str = "# Tech Spec: tally\n\n## Problem\n\nA typo.\n\n## Solution\n\nFix it.\n\n## Requirements\n\n- FR1: the typo in the help text is fixed\n\n## Files to Modify\n\n- src/main.rs\n\n## Tests\n\nThe help test.\n";
+const SPEC_EPICS: &str = "# tally - Epic Breakdown\n\n## Requirements Inventory\n\nFR1.\n\n## Epic List\n\n- Epic 1: Fixes\n\n## Epic 1: Fixes\n\n### Story 1.1: Fix the help typo\n\nFR1.\n\n**Given** the help\n**Then** no typo\n";
 
 fn indent(text: &str) -> String {
     text.lines()
@@ -372,7 +368,7 @@ fn a_high_severity_finding_caps_the_readiness_verdict_at_concerns() {
     );
     assert!(
         run.stdout.contains(
-            "high    _bmad-output/planning-artifacts/prd.md:15  FR2 is covered by no story"
+            "high    _bmad-output/planning-artifacts/prd.md:19  FR2 is covered by no story"
         ),
         "{}",
         run.describe()
@@ -525,5 +521,62 @@ async fn a_yolo_plan_runs_with_the_product_manager_on_codex() {
     assert!(
         artifact(&p, "prd.md").contains(baton_test_support::scripted::HELLO),
         "the PRD is not Codex's answer"
+    );
+}
+
+#[test]
+fn a_chatty_answer_is_retried_with_the_reason_and_never_saved_as_complete() {
+    let p = project("^Write the architecture document", 0);
+    let chatty = format!(
+        "Sure! I have drafted the brief below.\n\n{BRIEF}\nLet me know if you want changes!\n"
+    );
+    // Once chatty, then the document: the retry names what was wrong and the document is saved.
+    let text = script("^Write the architecture document", 0).replacen(
+        "turns:\n",
+        &format!(
+            "turns:\n{}{}",
+            turn(
+                "analyst",
+                "previous answer was not saved: it opens with `Sure! I have drafted",
+                BRIEF,
+                0
+            ),
+            turn("analyst", "^Write the product brief", &chatty, 0)
+        ),
+        1,
+    );
+    p.write(".baton/scripts/plan.yaml", &text);
+    let run = p.ok(&["plan", IDEA, "--yolo"]);
+    let brief = artifact(&p, "product-brief.md");
+    assert!(brief.contains("status: complete"), "{brief}");
+    assert!(!brief.contains("Sure!"), "{brief}\n{}", run.describe());
+
+    // Chatty every time: nothing is written, the plan fails and a human is asked.
+    let p = project("^Write the architecture document", 0);
+    let text = script("^Write the architecture document", 0).replacen(
+        "turns:\n",
+        &format!(
+            "turns:\n{}",
+            turn("analyst", "^Write the product brief", &chatty, 0)
+        ),
+        1,
+    );
+    p.write(".baton/scripts/plan.yaml", &text);
+    let run = p.run(&["plan", IDEA, "--yolo"]);
+    assert_ne!(run.code, Some(0), "{}", run.describe());
+    assert!(
+        run.stdout.contains("answered twice with something that is not the product brief: it opens with `Sure! I have drafted"),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        !p.root().join(PLANNING).join("product-brief.md").exists(),
+        "a chatty brief was written"
+    );
+    let esc = p.ok(&["escalations", "--all"]);
+    assert!(
+        esc.stdout.contains("the brief step produced no document"),
+        "{}",
+        esc.describe()
     );
 }

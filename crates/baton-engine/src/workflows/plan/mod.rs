@@ -11,6 +11,7 @@
 //! Sprint planning is code only (BMAD-FORMAT.md R5). Because the facts are the files, a run killed
 //! at any point resumes at its first incomplete step and never rewrites a complete artifact.
 
+mod artifact;
 pub mod facts;
 mod route;
 mod steps;
@@ -42,6 +43,7 @@ pub(crate) const INPUT_PROMPT: &str = include_str!("../../prompts/plan_input.md"
 pub(crate) const READINESS_PROMPT: &str = include_str!("../../prompts/plan_readiness.md");
 pub(crate) const RESUME_PROMPT: &str = include_str!("../../prompts/plan_resume.md");
 pub(crate) const ROUTER_PROMPT: &str = include_str!("../../prompts/plan_router.md");
+pub(crate) const RETRY_PROMPT: &str = include_str!("../../prompts/plan_retry.md");
 
 /// The file under the state directory that remembers the idea and the tier between runs.
 pub const STATE_FILE: &str = "plan.json";

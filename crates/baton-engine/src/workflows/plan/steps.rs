@@ -5,16 +5,18 @@
 //! only (BMAD-FORMAT.md R5).
 
 use super::{
-    INPUT_PROMPT, PlanError, PlanOptions, PlanState, READINESS_PROMPT, RESUME_PROMPT, STEP_PROMPT,
-    StepDone, facts, io_err, templates,
+    INPUT_PROMPT, PlanError, PlanOptions, PlanState, READINESS_PROMPT, RESUME_PROMPT, RETRY_PROMPT,
+    STEP_PROMPT, StepDone, artifact, facts, io_err, templates,
 };
 use crate::prompts::render;
 use crate::protocol::UnitKey;
 use crate::run::Run;
 use baton_agent::outcome::{Outcome, Status as AgentStatus};
+use baton_core::escalation::{Choice, EscalationKind};
 use baton_core::plan::check::{Finding, Severity, has_high};
 use baton_core::plan::docs::ReqKind;
 use baton_core::plan::pipeline::{PlanStep, Readiness, path};
+use baton_core::story::Escalate;
 use baton_store::frontmatter::{Checkpoints, Document};
 use baton_store::planning::{self, LoadedPlan, shown};
 use baton_store::sprint_file::plan::{PlanJournal, plan_sprint, planned_from};
@@ -286,18 +288,53 @@ pub(super) async fn agent_step(
             ("path", &shown_target),
         ],
     );
-    let unit = run.unit(UnitKey::PlanStep(step.name().to_owned()));
-    let outcome = run.run_agent(&unit, step.role(), &task).await;
-    if outcome.status != AgentStatus::Completed {
-        return Ok(Err(Unproduced(ended(&outcome))));
-    }
-    let mut body = clean_body(&outcome.summary);
-    if body.trim().is_empty() {
-        return Ok(Err(Unproduced(format!(
-            "{} answered with an empty document",
-            outcome.agent
-        ))));
-    }
+    let unit_key = UnitKey::PlanStep(step.name().to_owned());
+    let unit = run.unit(unit_key.clone());
+    // The answer is checked before anything is written: the document, not a conversation about
+    // it. A failed check is given back once with its reason; a second one is escalated and the
+    // artifact is not written (so never marked complete).
+    let mut attempt = task.clone();
+    let mut retried = false;
+    let mut cost_usd = 0.0;
+    let mut body = loop {
+        let outcome = run.run_agent(&unit, step.role(), &attempt).await;
+        cost_usd += outcome.cost_usd;
+        if outcome.status != AgentStatus::Completed {
+            return Ok(Err(Unproduced(ended(&outcome))));
+        }
+        let body = clean_body(&outcome.summary);
+        let problem = if body.trim().is_empty() {
+            Some("the answer is empty".to_owned())
+        } else {
+            artifact::check(&template, &body).err()
+        };
+        let Some(reason) = problem else {
+            break body;
+        };
+        if !retried {
+            retried = true;
+            attempt = format!(
+                "{task}\n\n{}",
+                render(RETRY_PROMPT, &[("reason", &reason)]).trim_end()
+            );
+            continue;
+        }
+        let finding = format!(
+            "{} answered twice with something that is not the {}: {reason}; nothing was written",
+            outcome.agent,
+            artifact_name(step)
+        );
+        let escalation = Escalate {
+            kind: EscalationKind::Agent,
+            title: format!("the {step} step produced no document"),
+            finding: finding.clone(),
+            choices: vec![Choice::Retry, Choice::Abort],
+        };
+        run.raise(&unit_key, escalation.title.clone(), &escalation, 0)
+            .await
+            .map_err(|e| PlanError::Run(e.to_string()))?;
+        return Ok(Err(Unproduced(finding)));
+    };
     let mut verdict = None;
     let mut capped = false;
     let mut findings = Vec::new();
@@ -361,6 +398,6 @@ pub(super) async fn agent_step(
         capped,
         findings,
         sprint: None,
-        cost_usd: outcome.cost_usd,
+        cost_usd,
     }))
 }
