@@ -192,4 +192,29 @@ mod tests {
         let body = "# PRD\n\n## Goals\n## Functional Requirements\n## Out of Scope\n\nHereafter the scope is fixed.\n";
         assert_eq!(check(TEMPLATE, body), Ok(()));
     }
+
+    #[test]
+    fn every_planning_prompt_asks_for_the_document_as_the_answer() {
+        use baton_core::plan::pipeline::PlanStep;
+        for step in PlanStep::ALL.iter().filter(|s| s.uses_agent()) {
+            let role = step.role();
+            let prompt = baton_agent::discovery::BUNDLED
+                .iter()
+                .find(|(n, _)| *n == role)
+                .map(|(_, t)| *t)
+                .unwrap_or_else(|| panic!("no bundled {role}"));
+            assert!(
+                prompt.contains("**Your answer is the document itself**"),
+                "{role}"
+            );
+            for stale in [
+                "Paths written",
+                "stop at each checkpoint",
+                "ask the user to confirm",
+                "stepsCompleted: [",
+            ] {
+                assert!(!prompt.contains(stale), "{role} still says `{stale}`");
+            }
+        }
+    }
 }
