@@ -580,3 +580,30 @@ fn a_chatty_answer_is_retried_with_the_reason_and_never_saved_as_complete() {
         esc.describe()
     );
 }
+
+#[test]
+fn completing_a_prd_bmad_began_keeps_its_step_file_names() {
+    let p = project("^Write the architecture document", 0);
+    p.write(
+        &format!("{PLANNING}/product-brief.md"),
+        &format!("---\nstatus: complete\n---\n{BRIEF}"),
+    );
+    p.write(
+        &format!("{PLANNING}/prd.md"),
+        "---\nstepsCompleted: [\"step-01-init.md\", \"step-02-discovery.md\"]\nworkflowType: 'prd'\n---\n# PRD: tally\n\n## Goals\n\nExact counts.\n",
+    );
+    let run = p.ok(&["plan", IDEA, "--yolo"]);
+    let prd = artifact(&p, "prd.md");
+    assert!(
+        prd.contains(
+            "stepsCompleted: ['step-01-init.md', 'step-02-discovery.md', 'step-12-complete.md']"
+        ),
+        "{prd}\n{}",
+        run.describe()
+    );
+    let arch = artifact(&p, "architecture.md");
+    assert!(
+        arch.contains("stepsCompleted: [1, 2, 3, 4, 5, 6, 7, 8]"),
+        "{arch}"
+    );
+}

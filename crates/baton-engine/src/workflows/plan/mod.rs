@@ -340,7 +340,7 @@ async fn one_step(
 
 #[cfg(test)]
 mod tests {
-    use super::steps::{clean_body, steps_list};
+    use super::steps::{clean_body, steps_completed, steps_list};
     use super::*;
 
     #[test]
@@ -364,6 +364,23 @@ mod tests {
         std::fs::write(dir.path().join(STATE_FILE), "{").unwrap_or_else(|e| panic!("{e}"));
         let err = load_state(dir.path()).err().map(|e| e.to_string());
         assert!(err.is_some_and(|e| e.contains("plan.json")));
+    }
+
+    #[test]
+    fn a_list_of_step_files_stays_a_list_of_step_files() {
+        use baton_store::frontmatter::StepRef;
+        let found = [
+            StepRef::Name("step-01-init.md".into()),
+            StepRef::Name("step-02-discovery.md".into()),
+        ];
+        assert_eq!(
+            steps_completed(PlanStep::Prd, &found),
+            "['step-01-init.md', 'step-02-discovery.md', 'step-12-complete.md']"
+        );
+        assert_eq!(
+            steps_completed(PlanStep::Epics, &[StepRef::Int(1), StepRef::Int(2)]),
+            "[1, 2, 3, 4]"
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ use baton_core::plan::check::{Finding, Severity, has_high};
 use baton_core::plan::docs::ReqKind;
 use baton_core::plan::pipeline::{PlanStep, Readiness, path};
 use baton_core::story::Escalate;
-use baton_store::frontmatter::{Checkpoints, Document};
+use baton_store::frontmatter::{Checkpoints, Document, StepRef};
 use baton_store::planning::{self, LoadedPlan, shown};
 use baton_store::sprint_file::plan::{PlanJournal, plan_sprint, planned_from};
 use std::io;
@@ -65,6 +65,35 @@ pub(super) fn steps_list(step: PlanStep) -> String {
     };
     let v: Vec<String> = (1..=last).map(|n| n.to_string()).collect();
     format!("[{}]", v.join(", "))
+}
+
+/// BMad's final step file of a step-file workflow, for a document whose `stepsCompleted` lists
+/// step file names (BMAD-FORMAT.md §4): the name that marks it complete.
+fn final_step_file(step: PlanStep) -> &'static str {
+    match step {
+        PlanStep::Prd => "step-12-complete.md",
+        PlanStep::Architecture => "step-08-complete.md",
+        PlanStep::Brief => "step-06-complete.md",
+        PlanStep::Epics => "step-04-final-validation.md",
+        PlanStep::Readiness => "step-06-final-assessment.md",
+        PlanStep::QuickSpec | PlanStep::SprintPlanning => "step-04-complete.md",
+    }
+}
+
+/// `stepsCompleted` of a finished document in the dialect found (BMAD-FORMAT.md R8): a list of
+/// step file names a BMad workflow began stays a list of names (what was there, then the final
+/// step's file); otherwise step numbers 1 through BMad's final step.
+pub(super) fn steps_completed(step: PlanStep, found: &[StepRef]) -> String {
+    if !found.iter().any(|s| matches!(s, StepRef::Name(_))) {
+        return steps_list(step);
+    }
+    let mut names: Vec<String> = found.iter().map(ToString::to_string).collect();
+    let last = final_step_file(step);
+    if !names.iter().any(|n| n == last) {
+        names.push(last.to_owned());
+    }
+    let quoted: Vec<String> = names.iter().map(|n| yaml_str(n)).collect();
+    format!("[{}]", quoted.join(", "))
 }
 
 fn yaml_str(s: &str) -> String {
@@ -215,6 +244,8 @@ pub(super) async fn agent_step(
     let paths = &opts.paths;
     let docs = planning::find(&paths.planning);
     let target = facts::artifact(paths, &docs, step, &opts.date);
+    // The progress list as another tool left it: its dialect is kept.
+    let found_steps = facts::doc_state(step, &target).1;
     let (template, _) = templates::template(&paths.root, template_name(step))
         .unwrap_or_else(|| (String::new(), templates::Source::Bundled));
     let template = render(&template, &[("project", &opts.project)]);
@@ -368,7 +399,7 @@ pub(super) async fn agent_step(
     let inputs_yaml: Vec<String> = input_paths.iter().map(|p| yaml_str(p)).collect();
     let mut front = format!(
         "---\nstepsCompleted: {}\nworkflowType: {}\ninputDocuments: [{}]\nstatus: complete\nproject_name: {}\ndate: {}\n",
-        steps_list(step),
+        steps_completed(step, &found_steps),
         yaml_str(step.workflow_type()),
         inputs_yaml.join(", "),
         yaml_str(&opts.project),
