@@ -376,3 +376,21 @@ fn story_keys_are_derived_as_bmad_derives_them() {
         ]
     );
 }
+
+#[test]
+fn dotted_requirement_ids_are_checked_one_by_one() {
+    let p = Project::empty();
+    p.write(
+        &format!("{PLANNING}/prd.md"),
+        "# PRD\n\n## Functional Requirements\n\n- FR-1.1: sign up\n- FR-1.2: log in\n- FR-1.3: log out\n",
+    );
+    p.write(
+        &format!("{PLANNING}/epics.md"),
+        "## Epic 1: Accounts\n\n### Story 1.1: Sign up\n\nCovers FR-1.1.\n\n**Given** x\n**Then** y\n\n### Story 1.2: Log in\n\nCovers FR-1.2.\n\n**Given** x\n**Then** y\n",
+    );
+    let run = p.run(&["check", "--json"]);
+    let out = run.stdout.clone();
+    assert!(out.contains("FR1.3 is covered by no story"), "{}", run.describe());
+    assert!(!out.contains("FR1.1 is covered by no story"), "{}", run.describe());
+    assert!(!out.contains("FR1.2 is covered by no story"), "{}", run.describe());
+}

@@ -23,21 +23,28 @@ pub enum ReqKind {
     Adr,
 }
 
-/// A requirement or decision identifier; `FR-01` and `FR1` are the same.
+/// A requirement or decision identifier; `FR-01` and `FR1` are the same, `FR-1.1` and `FR-1.2`
+/// are two.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ReqId {
     /// What it names.
     pub kind: ReqKind,
     /// Its number.
     pub n: u32,
+    /// The number after a dot (`FR-1.1`), for requirements numbered within a group.
+    pub sub: Option<u32>,
 }
 
 impl fmt::Display for ReqId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
-            ReqKind::Fr => write!(f, "FR{}", self.n),
-            ReqKind::Nfr => write!(f, "NFR{}", self.n),
-            ReqKind::Adr => write!(f, "ADR-{:03}", self.n),
+            ReqKind::Fr => write!(f, "FR{}", self.n)?,
+            ReqKind::Nfr => write!(f, "NFR{}", self.n)?,
+            ReqKind::Adr => write!(f, "ADR-{:03}", self.n)?,
+        }
+        match self.sub {
+            Some(sub) => write!(f, ".{sub}"),
+            None => Ok(()),
         }
     }
 }
@@ -211,6 +218,15 @@ fn id_at(s: &str) -> Option<(ReqId, usize)> {
     }
     let n: u32 = rest[..digits].parse().ok()?;
     used += digits;
+    // `FR-1.1`: a dot and digits make a sub-number (a sentence's full stop does not).
+    let mut sub = None;
+    if let Some(after) = s[used..].strip_prefix('.') {
+        let d = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if d > 0 {
+            sub = Some(after[..d].parse().ok()?);
+            used += 1 + d;
+        }
+    }
     if s[used..]
         .chars()
         .next()
@@ -218,7 +234,7 @@ fn id_at(s: &str) -> Option<(ReqId, usize)> {
     {
         return None;
     }
-    Some((ReqId { kind, n }, used))
+    Some((ReqId { kind, n, sub }, used))
 }
 
 /// The widest range of identifiers a citation such as `FR1-FR15` may span; anything wider is
@@ -271,10 +287,15 @@ pub fn citations(line: &str) -> Vec<ReqId> {
         };
         out.push(id);
         if let Some((end, taken)) = range_end(&line[i + used..], id.kind)
+            && id.sub.is_none()
             && end > id.n
             && end - id.n <= MAX_RANGE
         {
-            out.extend((id.n + 1..=end).map(|n| ReqId { kind: id.kind, n }));
+            out.extend((id.n + 1..=end).map(|n| ReqId {
+                kind: id.kind,
+                n,
+                sub: None,
+            }));
             skip_to = i + used + taken;
         }
     }
@@ -579,6 +600,7 @@ mod tests {
         ReqId {
             kind: ReqKind::Fr,
             n,
+            sub: None,
         }
     }
 
@@ -602,6 +624,28 @@ mod tests {
     }
 
     #[test]
+    fn dotted_identifiers_stay_apart() {
+        let dotted = |n: u32, sub: u32| ReqId {
+            kind: ReqKind::Fr,
+            n,
+            sub: Some(sub),
+        };
+        assert_eq!(
+            citations("Covers FR-1.1, FR-1.2 and FR1.10; FR2."),
+            [dotted(1, 1), dotted(1, 2), dotted(1, 10), fr(2)]
+        );
+        assert_eq!(
+            definition("- FR-1.2: Users can log out").map(|(id, _)| id.to_string()),
+            Some("FR1.2".to_owned())
+        );
+        let prd = parse_prd(
+            "prd.md",
+            "- FR-1.1: sign up\n- FR-1.2: log in\n- FR-1.3: log out\n",
+        );
+        assert_eq!(prd.requirements.len(), 3);
+    }
+
+    #[test]
     fn citations_need_a_word_boundary() {
         assert_eq!(citations("Covers FR1, FR-2 and NFR3; see ADR-002."), {
             vec![
@@ -610,10 +654,12 @@ mod tests {
                 ReqId {
                     kind: ReqKind::Nfr,
                     n: 3,
+                    sub: None,
                 },
                 ReqId {
                     kind: ReqKind::Adr,
                     n: 2,
+                    sub: None,
                 },
             ]
         });
@@ -625,6 +671,7 @@ mod tests {
         let fr = |n: u32| ReqId {
             kind: ReqKind::Fr,
             n,
+            sub: None,
         };
         assert_eq!(
             citations("Covers FR1-FR3, FR4\u{2013}FR6 and FR7-8."),
@@ -644,7 +691,8 @@ mod tests {
                 fr(1),
                 ReqId {
                     kind: ReqKind::Nfr,
-                    n: 2
+                    n: 2,
+                    sub: None,
                 }
             ]
         );
