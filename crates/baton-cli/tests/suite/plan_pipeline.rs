@@ -297,7 +297,15 @@ fn tier_0_takes_the_quick_spec_and_tier_override_is_printed() {
     );
     assert!(run.stdout.contains("✓ quick-spec"), "{}", run.describe());
     assert!(!run.stdout.contains("✓ brief"), "{}", run.describe());
-    assert!(artifact(&p, "tech-spec.md").contains("workflowType: 'quick-spec'"));
+    // Where BMad's quick flow keeps its spec: the implementation folder, named after the change.
+    assert!(
+        read(
+            &p,
+            "_bmad-output/implementation-artifacts/tech-spec-fix-the-typo-in-the-help-text.md"
+        )
+        .contains("workflowType: 'quick-spec'")
+    );
+    assert!(!p.root().join(PLANNING).join("tech-spec.md").exists());
     assert!(read(&p, SPRINT_REL).contains("1-1-fix-the-help-typo: backlog"));
     let q = project("^Write the architecture document", 0);
     let run = q.ok(&["plan", "Fix the typo", "--tier", "2"]);
@@ -606,4 +614,28 @@ fn completing_a_prd_bmad_began_keeps_its_step_file_names() {
         arch.contains("stepsCompleted: [1, 2, 3, 4, 5, 6, 7, 8]"),
         "{arch}"
     );
+}
+
+#[test]
+fn an_existing_bmad_quick_spec_in_the_implementation_folder_is_taken() {
+    let p = project("^Write the architecture document", 0);
+    let scrum = turn("scrum-master", "^Write the epics", SPEC_EPICS, 0);
+    let text = format!("{}{}", "turns:\n", scrum)
+        + &script("^Write the architecture document", 0).replacen("turns:\n", "", 1);
+    p.write(".baton/scripts/plan.yaml", &text);
+    let spec = "---\ntitle: 'Fix the help typo'\nslug: 'fix-help-typo'\nstatus: 'ready-for-dev'\nstepsCompleted: [1, 2, 3, 4]\n---\n\n# Tech-Spec: Fix the help typo\n\n## Requirements\n\n- FR1: the typo is gone\n";
+    p.write(
+        "_bmad-output/implementation-artifacts/tech-spec-fix-help-typo.md",
+        spec,
+    );
+    let run = p.ok(&["plan", "Fix the typo in the help text", "--yolo"]);
+    assert!(!run.stdout.contains("✓ quick-spec"), "{}", run.describe());
+    assert_eq!(
+        read(
+            &p,
+            "_bmad-output/implementation-artifacts/tech-spec-fix-help-typo.md"
+        ),
+        spec
+    );
+    assert!(read(&p, SPRINT_REL).contains("1-1-fix-the-help-typo: backlog"));
 }

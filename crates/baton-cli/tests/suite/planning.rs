@@ -390,7 +390,19 @@ fn dotted_requirement_ids_are_checked_one_by_one() {
     );
     let run = p.run(&["check", "--json"]);
     let out = run.stdout.clone();
-    assert!(out.contains("FR1.3 is covered by no story"), "{}", run.describe());
-    assert!(!out.contains("FR1.1 is covered by no story"), "{}", run.describe());
-    assert!(!out.contains("FR1.2 is covered by no story"), "{}", run.describe());
+    assert!(
+        out.contains("FR1.3 is covered by no story"),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        !out.contains("FR1.1 is covered by no story"),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        !out.contains("FR1.2 is covered by no story"),
+        "{}",
+        run.describe()
+    );
 }
