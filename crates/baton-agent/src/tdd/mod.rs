@@ -175,7 +175,34 @@ pub fn guard_owned(rel: &str) -> bool {
         || lower == ".claude/settings.local.json"
 }
 
-/// `p` (relative to `cwd`, or absolute) relative to `root`, `/`-separated; `None` if outside.
+/// `path` with the symlinks of its deepest existing ancestor resolved and the rest appended: the
+/// file a path names, however it is spelled (through a link to the project root, from outside or
+/// inside the project). The path as given when nothing of it exists.
+pub fn real_path(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// `p` (relative to `cwd`, or absolute) relative to `root`, `/`-separated; `None` if outside. A
+/// path spelled through a symlink is judged by the file it names (a link to the project root
+/// from outside does not make a project file an outside one); a link inside the project that
+/// leads out keeps the project path it is spelled with.
 pub fn relative(root: &Path, cwd: &Path, p: &str) -> Option<String> {
     let joined = if Path::new(p).is_absolute() {
         PathBuf::from(p)
@@ -193,18 +220,18 @@ pub fn relative(root: &Path, cwd: &Path, p: &str) -> Option<String> {
         }
     }
     let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let rest = norm
-        .strip_prefix(root)
-        .or_else(|_| norm.strip_prefix(&canonical_root))
-        .ok()?;
-    let parts: Vec<String> = rest
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    if parts.is_empty() {
-        return None;
-    }
-    Some(parts.join("/"))
+    let under = |path: &Path| -> Option<String> {
+        let rest = path
+            .strip_prefix(root)
+            .or_else(|_| path.strip_prefix(&canonical_root))
+            .ok()?;
+        let parts: Vec<String> = rest
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("/"))
+    };
+    under(&real_path(&norm)).or_else(|| under(&norm))
 }
 
 fn has_inline_tests(text: &str) -> bool {
