@@ -234,6 +234,28 @@ pub fn relative(root: &Path, cwd: &Path, p: &str) -> Option<String> {
     under(&real_path(&norm)).or_else(|| under(&norm))
 }
 
+/// The `_test.go` files beside the Go file `rel`, root-relative and sorted.
+fn go_package_tests(root: &Path, rel: &str) -> Vec<String> {
+    let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
+    let mut found: Vec<String> = std::fs::read_dir(root.join(dir))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| n.ends_with("_test.go"))
+        .map(|n| {
+            if dir.is_empty() {
+                n
+            } else {
+                format!("{dir}/{n}")
+            }
+        })
+        .collect();
+    found.sort();
+    found
+}
+
 fn has_inline_tests(text: &str) -> bool {
     text.contains("#[cfg(test)]") || text.contains("#[test]")
 }
@@ -389,6 +411,10 @@ impl TddCore {
             .filter(|c| self.root.join(c).is_file())
             .cloned()
             .collect();
+        if lang == Lang::Go {
+            // A Go package is tested as a whole: any `_test.go` file of its folder covers it.
+            existing.extend(go_package_tests(&self.root, rel));
+        }
         if lang == Lang::Rust
             && baton_store::bounded::read_to_string(&abs, 4 << 20)
                 .is_ok_and(|t| has_inline_tests(&t))

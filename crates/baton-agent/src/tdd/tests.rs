@@ -261,6 +261,25 @@ async fn a_path_spelled_through_a_symlink_to_the_root_is_the_same_file() {
 }
 
 #[tokio::test]
+async fn tests_in_the_layouts_projects_use_cover_their_files() {
+    for (test, implementation) in [
+        ("tests/unit/test_parser.py", "src/parser.py"),
+        ("test/test_parser.py", "parser.py"),
+        ("test/parser.js", "lib/parser.js"),
+        ("src/parser.test.ts", "src/parser.js"),
+        // A Go package's tests are all its `_test.go` files.
+        ("pkg/lexer_test.go", "pkg/parser.go"),
+    ] {
+        let r = rig(TddMode::Tdd);
+        assert!(r.write(implementation).await.is_err(), "{implementation}");
+        r.write(test).await.unwrap();
+        r.run("false", &[]).await.unwrap();
+        let ok = r.write(implementation).await;
+        assert!(ok.is_ok(), "{test} does not cover {implementation}: {ok:?}");
+    }
+}
+
+#[tokio::test]
 async fn case_08_a_one_time_allowance_lets_one_shell_write_through() {
     let r = rig(TddMode::Tdd);
     r.journal
