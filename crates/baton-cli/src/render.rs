@@ -338,7 +338,7 @@ impl Style {
         match self {
             Style::Json => {
                 if let Ok(line) = serde_json::to_string(e) {
-                    println!("{line}");
+                    println!("{}", baton_core::secrets::redact(&line));
                 }
             }
             Style::Live(live) => live.show(e),
