@@ -14,6 +14,8 @@ use std::process::Command;
 
 const PLAN_SCRIPT: &str =
     "node_modules/bmad-method/src/bmm-skills/plan/bmad-sprint-planning/scripts/sprint_plan.py";
+const RETRO_SCRIPT: &str =
+    "node_modules/bmad-method/src/bmm-skills/ship/bmad-retrospective/scripts/sprint_status.py";
 const PLANNING: &str = "_bmad-output/planning-artifacts";
 const IMPL: &str = "_bmad-output/implementation-artifacts";
 const DATE: &str = "11-20-2026 09:00";
@@ -58,6 +60,23 @@ impl Bmad {
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(
                 "sprint_plan.py {args:?}: {e}\nstdout: {}\nstderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+
+    /// Runs the retrospective's `sprint_status.py ARGS`; its JSON answer.
+    fn retro(&self, args: &[&str]) -> Value {
+        let out = self
+            .python()
+            .arg(self.dir.join(RETRO_SCRIPT))
+            .args(args)
+            .output()
+            .expect("python3 runs");
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "sprint_status.py {args:?}: {e}\nstdout: {}\nstderr: {}",
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             )
@@ -469,4 +488,54 @@ fn a_story_parked_by_baton_stays_parked_after_bmads_generate_drops_the_marker() 
     assert_eq!(board["blocked"][0]["key"], "1-1-one", "{board}");
     assert_eq!(board["next"]["key"], "1-2-two", "{board}");
     assert_eq!(bmad.problems(&p.sprint_path()), Vec::<String>::new());
+}
+
+#[test]
+fn bmads_retrospective_script_reads_and_updates_what_baton_wrote() {
+    let Some(bmad) = bmad() else { return };
+    let p = project_with(
+        "epics.md",
+        "## Epic 1: A\n### Story 1.1: One\n### Story 1.2a: Two\n\n## Epic 2: B\n### Story 2.1: Three\n",
+    );
+    p.ok(&["sprint-plan"]);
+    p.write(
+        SPRINT_REL,
+        &restatus(&p.read_sprint(), |k, _| match k {
+            "epic-1" => Some("in-progress"),
+            "1-1-one" | "1-2a-two" => Some("done"),
+            _ => None,
+        }),
+    );
+    p.ok(&["set", "2-1-three", "ready-for-dev"]);
+    let file = p.sprint_path().display().to_string();
+    // BMad's retrospective picks epic 1, whose stories are all done.
+    let detected = bmad.retro(&["detect-epic", "--file", &file]);
+    assert_eq!(detected["epic"], 1, "{detected}");
+    assert_eq!(
+        detected["pending_stories"],
+        serde_json::json!([]),
+        "{detected}"
+    );
+    assert_eq!(detected["retro_status"], "optional", "{detected}");
+    let updated = bmad.retro(&[
+        "update",
+        "--file",
+        &file,
+        "--epic",
+        "1",
+        "--set-retro-done",
+        "--add-action",
+        r#"[{"action": "Keep stories small", "owner": "scrum-master"}]"#,
+        "--date",
+        DATE,
+    ]);
+    assert_eq!(updated["ok"], true, "{updated}");
+    // baton reads BMad's update, and BMad's validate still accepts the file.
+    p.ok(&["status", "--validate"]);
+    let board = p.status_json();
+    let statuses = statuses_of(&board);
+    assert_eq!(statuses["epic-1-retrospective"], "done", "{board}");
+    assert_eq!(board["next"]["key"], "2-1-three", "{board}");
+    assert_eq!(bmad.problems(&p.sprint_path()), Vec::<String>::new());
+    assert_eq!(baton_next(&p), bmad.recommendation(&p.sprint_path()));
 }

@@ -271,7 +271,10 @@ fn a_configured_key_an_agent_repeats_is_in_no_transcript_journal_or_event() {
         "{stdout}\n{stderr}"
     );
     let written = snapshot(&p.root().join(".baton"));
-    assert!(written.keys().any(|k| k.starts_with("runs")), "no transcript");
+    assert!(
+        written.keys().any(|k| k.starts_with("runs")),
+        "no transcript"
+    );
     // The recorded model session itself (the test's input) holds the key, of course.
     for (path, bytes) in written.iter().filter(|(k, _)| !k.starts_with("scripts")) {
         let text = String::from_utf8_lossy(bytes);
