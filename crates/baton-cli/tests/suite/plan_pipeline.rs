@@ -494,9 +494,10 @@ fn a_large_brownfield_codebase_raises_the_suggested_tier() {
 }
 
 /// A planning step runs on the worker its role names: the product manager on a real Codex
-/// against the loopback model, every other role on the script provider.
+/// against the loopback model, every other role on the script provider; Codex's answer is
+/// checked as any model's is.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_yolo_plan_runs_with_the_product_manager_on_codex() {
+async fn a_yolo_plan_checks_the_product_managers_answer_from_codex() {
     let Some(program) = super::cli_workers::installed(baton_agent::worker::cli::Cli::Codex) else {
         return;
     };
@@ -513,23 +514,34 @@ async fn a_yolo_plan_runs_with_the_product_manager_on_codex() {
     let root = fs::canonicalize(p.root()).unwrap();
     server.respond_with(baton_test_support::scripted::responder(&root));
     p.ok(&["trust"]);
-    let run = p.ok(&["plan", IDEA, "--yolo"]);
+    // The mock model answers every task with one greeting, never a document: the product
+    // manager's answer comes back from Codex, is checked like any model's, sent back once with
+    // the reason, and not saved.
+    let run = p.run(&["plan", IDEA, "--yolo"]);
+    assert_eq!(run.code, Some(1), "{}", run.describe());
     assert!(
-        run.stdout.contains("The plan is complete"),
+        run.stdout.contains(&format!(
+            "pm answered twice with something that is not the product requirements document (PRD): it opens with `{}`",
+            baton_test_support::scripted::HELLO
+        )),
         "{}",
         run.describe()
     );
+    let requests = server.requests();
     assert!(
-        server
-            .requests()
+        requests
             .iter()
             .any(|r| r.raw_body.contains("Write the product requirements")),
         "the product manager's task did not reach Codex"
     );
     assert!(
-        artifact(&p, "prd.md").contains(baton_test_support::scripted::HELLO),
-        "the PRD is not Codex's answer"
+        requests
+            .iter()
+            .any(|r| r.raw_body.contains("Your previous answer was not saved")),
+        "the retry did not reach Codex"
     );
+    assert!(artifact(&p, "product-brief.md").contains("status: complete"));
+    assert!(!p.root().join(PLANNING).join("prd.md").exists());
 }
 
 #[test]
