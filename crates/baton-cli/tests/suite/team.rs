@@ -270,6 +270,25 @@ fn a_configured_key_an_agent_repeats_is_in_no_transcript_journal_or_event() {
         !stdout.contains(KEY) && !stderr.contains(KEY),
         "{stdout}\n{stderr}"
     );
+    // Shown to a person: the report and the events on the terminal.
+    let human = p
+        .command(&[
+            "team",
+            "scout",
+            "show the environment",
+            "--model",
+            "script/t",
+        ])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("baton runs");
+    let (out, err) = (
+        String::from_utf8_lossy(&human.stdout),
+        String::from_utf8_lossy(&human.stderr),
+    );
+    assert!(human.status.success(), "{out}\n{err}");
+    assert!(out.contains("ANTHROPIC_API_KEY=*** is set"), "{out}");
+    assert!(!out.contains(KEY) && !err.contains(KEY), "{out}\n{err}");
     let written = snapshot(&p.root().join(".baton"));
     assert!(
         written.keys().any(|k| k.starts_with("runs")),
