@@ -2,7 +2,8 @@
 //!
 //! One line per thing that happened (system prompt, task, model turn, tool call, guard verdict,
 //! tool result, usage, outcome), flushed as it happens so a killed run still leaves its record.
-//! API keys never reach a transcript: only what the model and the tools saw is written.
+//! API keys never reach a transcript: only what the model and the tools saw is written, and
+//! every configured key's value is masked in each line ([`baton_core::secrets`]).
 
 use serde::Serialize;
 use std::fs::{self, File};
@@ -73,9 +74,10 @@ impl Transcript {
             kind,
             data,
         };
+        // Whatever path a configured key took into the line, it is not written.
         let ok = serde_json::to_string(&line)
             .ok()
-            .is_some_and(|s| writeln!(file, "{s}").is_ok());
+            .is_some_and(|s| writeln!(file, "{}", baton_core::secrets::redact(&s)).is_ok());
         if !ok {
             self.file = None;
         }

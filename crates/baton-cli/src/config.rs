@@ -9,10 +9,22 @@ use std::path::Path;
 /// stderr what an untrusted project asked for and did not get.
 pub fn load(root: &Path) -> Result<Config, ConfigError> {
     let cfg = Config::load_as(root, crate::trust::is_trusted(root))?;
+    register_secrets(&cfg);
     if let Some(warning) = cfg.ignored_warning() {
         warn_once(&warning);
     }
     Ok(cfg)
+}
+
+/// Registers the value of every API key variable the configuration names (providers' and the
+/// coding-agent CLIs'), so that no transcript, stream file, journal record or event shows it.
+fn register_secrets(cfg: &Config) {
+    let names = cfg
+        .providers
+        .values()
+        .filter_map(|p| p.api_key_env.clone())
+        .chain(cfg.cli.values().filter_map(|c| c.api_key_env.clone()));
+    baton_core::secrets::register(names.filter_map(|n| std::env::var(n).ok()));
 }
 
 fn warn_once(warning: &str) {

@@ -367,8 +367,10 @@ impl Style {
         }
     }
 
-    /// Shows one event.
+    /// Shows one event, every configured key's value masked.
     pub fn show(&mut self, e: &Event) {
+        let masked = masked(e);
+        let e = masked.as_ref().unwrap_or(e);
         match self {
             Style::Json => {
                 if let Ok(line) = serde_json::to_string(e) {
@@ -425,4 +427,13 @@ pub async fn drive<R>(mut s: Session<R>, interactive: bool, mut style: Style) ->
         style.show(&e);
     }
     Ok(report)
+}
+
+/// `e` with every configured key's value masked (`None` when it holds none).
+fn masked(e: &Event) -> Option<Event> {
+    let line = serde_json::to_string(e).ok()?;
+    match baton_core::secrets::redact(&line) {
+        std::borrow::Cow::Borrowed(_) => None,
+        std::borrow::Cow::Owned(text) => serde_json::from_str(&text).ok(),
+    }
 }

@@ -16,6 +16,7 @@ pub mod key;
 pub mod next;
 pub mod plan;
 pub mod sdd;
+pub mod secrets;
 pub mod sprint;
 pub mod stall;
 pub mod stamp;

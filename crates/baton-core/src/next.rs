@@ -69,20 +69,19 @@ pub fn next_action(sprint: &Sprint) -> NextAction {
         .filter(|e| matches!(e.key.kind(), KeyKind::Retrospective { .. }))
         .collect();
     retros.sort_by_key(|e| e.key.kind().epic());
-    // A retrospective is owed once its epic's stories are all done, not before.
+    // A retrospective is owed once its epic's stories are all done, not before; an epic without
+    // stories has nothing left undone, and BMad's `status` recommends its retrospective too.
     let epic_done = |r: &Entry| {
         r.key.kind().epic().is_some_and(|epic| {
-            let mut of_epic = stories
+            stories
                 .iter()
                 .filter(|s| s.key.kind().epic() == Some(epic))
-                .peekable();
-            of_epic.peek().is_some() && of_epic.all(|s| s.effective().is_done())
+                .all(|s| s.effective().is_done())
         })
     };
-    if let Some(r) = retros
-        .iter()
-        .find(|e| e.effective() == StatusValue::Known(Status::Optional) && epic_done(e))
-    {
+    if let Some(r) = retros.iter().find(|e| {
+        !stories.is_empty() && e.effective() == StatusValue::Known(Status::Optional) && epic_done(e)
+    }) {
         return NextAction::Retrospective(r.key.as_str().to_owned());
     }
     if stories.is_empty() {
@@ -235,6 +234,21 @@ mod tests {
         );
         assert_eq!(blocked[0].status, "needs-intervention");
         assert_eq!(blocked[2].status, "bogus");
+    }
+
+    #[test]
+    fn an_empty_epics_open_retrospective_is_next_once_the_stories_are_done() {
+        let s = sprint(&[
+            ("epic-1", "done"),
+            ("1-1-a", "done"),
+            ("epic-1-retrospective", "done"),
+            ("epic-2", "backlog"),
+            ("epic-2-retrospective", "optional"),
+        ]);
+        assert_eq!(
+            next_action(&s),
+            NextAction::Retrospective("epic-2-retrospective".into())
+        );
     }
 
     #[test]

@@ -66,9 +66,12 @@ fn is_sharded(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n == "index.md")
 }
 
-/// The shards beside a sharded index: every other `.md` file of its folder, in natural order
-/// (`epic-2.md` before `epic-10.md`).
-fn shard_files(index: &Path) -> Vec<PathBuf> {
+/// The shards beside a sharded index, in the order of the document they were cut from: first
+/// the files the index links to, in the order it links them (BMad's shard tool writes the index
+/// as the table of contents of the original document), then every other `.md` file of the folder:
+/// those without a number first (`epic-list.md`), then by the first number in the name
+/// (`epic-2-oauth2.md` is epic 2, before `epic-10-…`), then by name.
+fn shard_files(index: &Path, index_text: &str) -> Vec<PathBuf> {
     let Some(dir) = index.parent() else {
         return Vec::new();
     };
@@ -80,16 +83,43 @@ fn shard_files(index: &Path) -> Vec<PathBuf> {
         .filter(|p| p.is_file() && p != index)
         .filter(|p| p.extension().is_some_and(|e| e == "md"))
         .collect();
-    let key = |p: &PathBuf| {
-        let name = p
-            .file_name()
+    let name = |p: &PathBuf| {
+        p.file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let digits: String = name.chars().filter(char::is_ascii_digit).collect();
-        (digits.parse::<u64>().unwrap_or(u64::MAX), name)
+            .unwrap_or_default()
+    };
+    let linked = index_links(index_text);
+    let key = |p: &PathBuf| {
+        let n = name(p);
+        let at = linked.iter().position(|l| *l == n).unwrap_or(usize::MAX);
+        let number = n
+            .split(|c: char| !c.is_ascii_digit())
+            .find(|run| !run.is_empty())
+            .map(|run| run.parse::<u64>().unwrap_or(u64::MAX));
+        (at, number, n)
     };
     files.sort_by_key(key);
     files
+}
+
+/// The `.md` file names an index links to (`[Epic 1](./epic-1-foundation.md)`), in order, each
+/// once; links into other folders or to other sites are not shards.
+fn index_links(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (i, _) in text.match_indices("](") {
+        let rest = &text[i + 2..];
+        let Some(end) = rest.find(')') else { continue };
+        let target = rest[..end].trim();
+        let target = target.split('#').next().unwrap_or_default();
+        let target = target.strip_prefix("./").unwrap_or(target);
+        if target.ends_with(".md") && !target.contains('/') && !target.contains(':') {
+            let t = target.to_owned();
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    }
+    out
 }
 
 /// Finds and parses the planning documents in `dir`; paths in findings are shown relative to
@@ -106,12 +136,13 @@ pub fn load(dir: &Path, root: &Path) -> Result<LoadedPlan, ReadError> {
     };
     let epics = match &found.epics {
         Some(p) if is_sharded(p) => {
+            let index = read(p)?;
             let mut shards = Vec::new();
-            for s in shard_files(p) {
+            for s in shard_files(p, &index) {
                 shards.push((shown(root, &s), read(&s)?));
             }
             Some(docs::parse_epics_sharded(
-                (&shown(root, p), &read(p)?),
+                (&shown(root, p), &index),
                 &shards,
             ))
         }
@@ -265,5 +296,52 @@ mod tests {
             Some(dir.path().join("epics/index.md"))
         );
         assert_eq!(find(&dir.path().join("nope")), PlanningDocs::default());
+    }
+
+    #[test]
+    fn shards_follow_the_index_then_the_epic_number_not_every_digit() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let epics = dir.path().join("epics");
+        fs::create_dir(&epics).unwrap_or_else(|e| panic!("{e}"));
+        for f in [
+            "epic-1-setup.md",
+            "epic-2-oauth2-and-s3.md",
+            "epic-3-export.md",
+            "epic-10-late.md",
+            "epic-list.md",
+            "overview.md",
+        ] {
+            fs::write(epics.join(f), "x").unwrap_or_else(|e| panic!("{e}"));
+        }
+        let names = |index: &str| -> Vec<String> {
+            shard_files(&epics.join("index.md"), index)
+                .iter()
+                .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .collect()
+        };
+        assert_eq!(
+            names(""),
+            [
+                "epic-list.md",
+                "overview.md",
+                "epic-1-setup.md",
+                "epic-2-oauth2-and-s3.md",
+                "epic-3-export.md",
+                "epic-10-late.md"
+            ]
+        );
+        let index = "# Epics\n\n- [Overview](./overview.md)\n- [Epic List](./epic-list.md)\n\
+                     - [Epic 3](./epic-3-export.md#top)\n- [site](https://x.example/a.md)\n";
+        assert_eq!(
+            names(index),
+            [
+                "overview.md",
+                "epic-list.md",
+                "epic-3-export.md",
+                "epic-1-setup.md",
+                "epic-2-oauth2-and-s3.md",
+                "epic-10-late.md"
+            ]
+        );
     }
 }

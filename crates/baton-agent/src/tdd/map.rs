@@ -223,6 +223,17 @@ fn mirror(dirs: &[&str]) -> Option<String> {
     Some(parts.join("/"))
 }
 
+/// [`mirror`] under another top folder (`test`, or `""` for the path below `src` alone).
+fn mirror_as(dirs: &[&str], top: &str) -> Option<String> {
+    let at = dirs.iter().rposition(|d| *d == "src")?;
+    let mut parts: Vec<&str> = dirs[..at].to_vec();
+    if !top.is_empty() {
+        parts.push(top);
+    }
+    parts.extend_from_slice(&dirs[at + 1..]);
+    Some(parts.join("/"))
+}
+
 fn candidates(lang: Lang, dir: &str, dirs: &[&str], stem: &str, ext: &str) -> Vec<String> {
     let mut out = Vec::new();
     let m = mirror(dirs);
@@ -235,27 +246,55 @@ fn candidates(lang: Lang, dir: &str, dirs: &[&str], stem: &str, ext: &str) -> Ve
             }
         }
         Lang::TypeScript => {
-            out.push(join(dir, &format!("{stem}.test.{ext}")));
-            out.push(join(dir, &format!("{stem}.spec.{ext}")));
-            out.push(join(&join(dir, "__tests__"), &format!("{stem}.test.{ext}")));
+            // A JavaScript file may be tested from TypeScript (`foo.js` ← `foo.test.ts`).
+            let mut exts = vec![ext];
+            if matches!(ext, "js" | "jsx" | "mjs" | "cjs") {
+                exts.push("ts");
+            }
+            for e in &exts {
+                out.push(join(dir, &format!("{stem}.test.{e}")));
+                out.push(join(dir, &format!("{stem}.spec.{e}")));
+                out.push(join(&join(dir, "__tests__"), &format!("{stem}.test.{e}")));
+            }
             out.push(join(&join(dir, "__tests__"), &format!("{stem}.{ext}")));
-            if let Some(m) = m {
-                out.push(join(&m, &format!("{stem}.test.{ext}")));
+            for e in &exts {
+                if let Some(m) = &m {
+                    out.push(join(m, &format!("{stem}.test.{e}")));
+                }
+                // A singular `test/` folder (mocha's default), mirrored like `tests/`.
+                let singular = mirror_as(dirs, "test").unwrap_or_else(|| join("test", dir));
+                out.push(join(&singular, &format!("{stem}.test.{e}")));
+                out.push(join(&singular, &format!("{stem}.{e}")));
+                out.push(format!("test/{stem}.test.{e}"));
+                out.push(format!("test/{stem}.{e}"));
             }
         }
         Lang::Python => {
             out.push(join(dir, &format!("test_{stem}.py")));
             out.push(join(dir, &format!("{stem}_test.py")));
             out.push(join(&join(dir, "tests"), &format!("test_{stem}.py")));
-            match m {
-                Some(m) => out.push(join(&m, &format!("test_{stem}.py"))),
-                None => out.push(join(&join("tests", dir), &format!("test_{stem}.py"))),
-            }
+            let under = |top: &str| match mirror_as(dirs, top) {
+                Some(m) => m,
+                None => join(top, dir),
+            };
+            out.push(join(&under("tests"), &format!("test_{stem}.py")));
             out.push(format!("tests/test_{stem}.py"));
+            // Unit tests kept apart (`tests/unit/`) and a singular `test/` folder.
+            let inner = mirror_as(dirs, "").unwrap_or_else(|| dir.to_owned());
+            out.push(join(
+                &join("tests/unit", &inner),
+                &format!("test_{stem}.py"),
+            ));
+            out.push(format!("tests/unit/test_{stem}.py"));
+            out.push(join(&under("test"), &format!("test_{stem}.py")));
+            out.push(format!("test/test_{stem}.py"));
         }
+        // Go tests a package: any other `_test.go` file of the folder counts too (the guard
+        // looks for them on disk).
         Lang::Go => out.push(join(dir, &format!("{stem}_test.go"))),
     }
-    out.dedup();
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|c| seen.insert(c.clone()));
     out
 }
 
@@ -292,7 +331,9 @@ mod tests {
                 "src/foo.spec.ts",
                 "src/__tests__/foo.test.ts",
                 "src/__tests__/foo.ts",
-                "tests/foo.test.ts"
+                "tests/foo.test.ts",
+                "test/foo.test.ts",
+                "test/foo.ts"
             ]
         );
         assert_eq!(
@@ -302,10 +343,48 @@ mod tests {
                 "pkg/foo_test.py",
                 "pkg/tests/test_foo.py",
                 "tests/pkg/test_foo.py",
-                "tests/test_foo.py"
+                "tests/test_foo.py",
+                "tests/unit/pkg/test_foo.py",
+                "tests/unit/test_foo.py",
+                "test/pkg/test_foo.py",
+                "test/test_foo.py"
             ]
         );
         assert_eq!(cands("cmd/foo.go"), ["cmd/foo_test.go"]);
+    }
+
+    #[test]
+    fn nested_unit_tests_a_singular_test_folder_and_typescript_tests_of_javascript() {
+        let py = cands("pkg/foo.py");
+        assert!(
+            py.contains(&"tests/unit/pkg/test_foo.py".to_owned()),
+            "{py:?}"
+        );
+        assert!(py.contains(&"tests/unit/test_foo.py".to_owned()), "{py:?}");
+        assert!(py.contains(&"test/test_foo.py".to_owned()), "{py:?}");
+        let src_py = cands("src/app/foo.py");
+        assert!(
+            src_py.contains(&"tests/unit/app/test_foo.py".to_owned()),
+            "{src_py:?}"
+        );
+        let js = cands("lib/foo.js");
+        for want in ["lib/foo.test.ts", "test/lib/foo.js", "test/lib/foo.test.js"] {
+            assert!(js.contains(&want.to_owned()), "{want} not in {js:?}");
+        }
+        let src_js = cands("src/foo.js");
+        assert!(src_js.contains(&"test/foo.js".to_owned()), "{src_js:?}");
+        assert!(
+            src_js.contains(&"test/foo.test.ts".to_owned()),
+            "{src_js:?}"
+        );
+        assert_eq!(
+            mapper().classify("test/foo.js"),
+            Class::Test { acceptance: false }
+        );
+        assert_eq!(
+            mapper().classify("tests/unit/test_foo.py"),
+            Class::Test { acceptance: false }
+        );
     }
 
     #[test]

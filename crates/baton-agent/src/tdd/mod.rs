@@ -175,7 +175,34 @@ pub fn guard_owned(rel: &str) -> bool {
         || lower == ".claude/settings.local.json"
 }
 
-/// `p` (relative to `cwd`, or absolute) relative to `root`, `/`-separated; `None` if outside.
+/// `path` with the symlinks of its deepest existing ancestor resolved and the rest appended: the
+/// file a path names, however it is spelled (through a link to the project root, from outside or
+/// inside the project). The path as given when nothing of it exists.
+pub fn real_path(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// `p` (relative to `cwd`, or absolute) relative to `root`, `/`-separated; `None` if outside. A
+/// path spelled through a symlink is judged by the file it names (a link to the project root
+/// from outside does not make a project file an outside one); a link inside the project that
+/// leads out keeps the project path it is spelled with.
 pub fn relative(root: &Path, cwd: &Path, p: &str) -> Option<String> {
     let joined = if Path::new(p).is_absolute() {
         PathBuf::from(p)
@@ -193,18 +220,40 @@ pub fn relative(root: &Path, cwd: &Path, p: &str) -> Option<String> {
         }
     }
     let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let rest = norm
-        .strip_prefix(root)
-        .or_else(|_| norm.strip_prefix(&canonical_root))
-        .ok()?;
-    let parts: Vec<String> = rest
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+    let under = |path: &Path| -> Option<String> {
+        let rest = path
+            .strip_prefix(root)
+            .or_else(|_| path.strip_prefix(&canonical_root))
+            .ok()?;
+        let parts: Vec<String> = rest
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("/"))
+    };
+    under(&real_path(&norm)).or_else(|| under(&norm))
+}
+
+/// The `_test.go` files beside the Go file `rel`, root-relative and sorted.
+fn go_package_tests(root: &Path, rel: &str) -> Vec<String> {
+    let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
+    let mut found: Vec<String> = std::fs::read_dir(root.join(dir))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| n.ends_with("_test.go"))
+        .map(|n| {
+            if dir.is_empty() {
+                n
+            } else {
+                format!("{dir}/{n}")
+            }
+        })
         .collect();
-    if parts.is_empty() {
-        return None;
-    }
-    Some(parts.join("/"))
+    found.sort();
+    found
 }
 
 fn has_inline_tests(text: &str) -> bool {
@@ -362,6 +411,10 @@ impl TddCore {
             .filter(|c| self.root.join(c).is_file())
             .cloned()
             .collect();
+        if lang == Lang::Go {
+            // A Go package is tested as a whole: any `_test.go` file of its folder covers it.
+            existing.extend(go_package_tests(&self.root, rel));
+        }
         if lang == Lang::Rust
             && baton_store::bounded::read_to_string(&abs, 4 << 20)
                 .is_ok_and(|t| has_inline_tests(&t))

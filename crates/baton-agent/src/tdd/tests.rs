@@ -236,6 +236,50 @@ async fn case_07_a_shell_redirection_into_an_implementation_file_is_denied() {
 }
 
 #[tokio::test]
+async fn a_path_spelled_through_a_symlink_to_the_root_is_the_same_file() {
+    let r = rig(TddMode::Tdd);
+    let outside = tempfile::tempdir().unwrap();
+    let link = outside.path().join("alias");
+    std::os::unix::fs::symlink(r.dir.path(), &link).unwrap();
+    std::os::unix::fs::symlink(r.dir.path(), r.dir.path().join("self")).unwrap();
+    r.file("src/.keep", "");
+    for script in [
+        format!("echo 'fn f() {{}}' > {}/src/parser.rs", link.display()),
+        format!(
+            "cd {} && echo 'fn f() {{}}' > src/parser.rs",
+            link.display()
+        ),
+        "echo 'fn f() {}' > self/src/parser.rs".to_owned(),
+    ] {
+        let why = r.run("sh", &["-c", &script]).await.unwrap_err();
+        assert!(
+            why.contains("would write the implementation file `src/parser.rs`"),
+            "{script}: {why}"
+        );
+    }
+    assert!(!r.dir.path().join("src/parser.rs").exists());
+}
+
+#[tokio::test]
+async fn tests_in_the_layouts_projects_use_cover_their_files() {
+    for (test, implementation) in [
+        ("tests/unit/test_parser.py", "src/parser.py"),
+        ("test/test_parser.py", "parser.py"),
+        ("test/parser.js", "lib/parser.js"),
+        ("src/parser.test.ts", "src/parser.js"),
+        // A Go package's tests are all its `_test.go` files.
+        ("pkg/lexer_test.go", "pkg/parser.go"),
+    ] {
+        let r = rig(TddMode::Tdd);
+        assert!(r.write(implementation).await.is_err(), "{implementation}");
+        r.write(test).await.unwrap();
+        r.run("false", &[]).await.unwrap();
+        let ok = r.write(implementation).await;
+        assert!(ok.is_ok(), "{test} does not cover {implementation}: {ok:?}");
+    }
+}
+
+#[tokio::test]
 async fn case_08_a_one_time_allowance_lets_one_shell_write_through() {
     let r = rig(TddMode::Tdd);
     r.journal

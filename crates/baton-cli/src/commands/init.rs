@@ -153,6 +153,14 @@ pub fn yaml_scalar(s: &str) -> String {
     }
 }
 
+/// Whether the planning folder holds an epics document with at least one epic BMad would plan.
+fn has_epics(cfg: &crate::config::Config, root: &Path) -> bool {
+    baton_store::planning::load(&cfg.planning, root)
+        .ok()
+        .and_then(|l| l.epics)
+        .is_some_and(|e| !e.plan.epics.is_empty())
+}
+
 /// The sprint-status skeleton of a new project.
 pub fn skeleton(project: &str, story_location: &str, now: &str) -> String {
     let project = yaml_scalar(project);
@@ -259,6 +267,11 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
             rel(other),
             config::FILE_NAME
         ));
+    } else if has_epics(&cfg, root) {
+        // The epics are there: the sprint file is planned from them, as `baton sprint-plan`
+        // plans it (an empty `development_status` is one BMad's validate rejects).
+        super::sprint_plan::plan(root, &cfg)?;
+        created.push(rel(&cfg.sprint_status));
     } else {
         let now = Now::system().stamp.to_string();
         let text = skeleton(&project, &rel(&cfg.stories), &now);

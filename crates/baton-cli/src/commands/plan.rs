@@ -165,11 +165,12 @@ fn print_run(root: &Path, run: &PlanRun) {
 /// Runs `baton plan` / `baton chat`.
 pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
     let cfg = crate::project::config(root)?;
-    let paths = Paths {
+    let mut paths = Paths {
         root: root.to_path_buf(),
         planning: cfg.planning.clone(),
         sprint_status: cfg.sprint_status.clone(),
         stories: cfg.stories.clone(),
+        spec_slug: None,
     };
     let now = Now::system();
     let today = jiff::Zoned::now().strftime("%Y-%m-%d").to_string();
@@ -234,6 +235,10 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
             signals: Vec::new(),
         },
     };
+    // A new quick spec is named after the idea, as BMad's quick flow names its spec.
+    if !state.idea.trim().is_empty() {
+        paths.spec_slug = Some(baton_core::plan::bmad::slug(state.idea.trim()));
+    }
     let routing = idea.is_none() && !args.resume && from.is_none();
     let view = engine::route(&paths, state.tier, &today);
     if routing {

@@ -103,10 +103,15 @@ fn after_text(tool: &str, input: &Value, before: Option<&str>) -> Option<String>
     let edit = |text: &str, e: &Value| {
         let old = str_field(e, "old_string");
         let new = str_field(e, "new_string");
-        if e.get("replace_all") == Some(&Value::Bool(true)) {
-            text.replace(old, new)
+        let all = e.get("replace_all") == Some(&Value::Bool(true));
+        if text.contains(old) || old.is_empty() {
+            if all {
+                text.replace(old, new)
+            } else {
+                text.replacen(old, new, 1)
+            }
         } else {
-            text.replacen(old, new, 1)
+            replace_across_quotes(text, old, new, all)
         }
     };
     match tool {
@@ -122,6 +127,47 @@ fn after_text(tool: &str, input: &Value, before: Option<&str>) -> Option<String>
         ),
         _ => None,
     }
+}
+
+/// A quote as Claude Code's Edit compares it: curly single and double quotes read as straight.
+fn straight(c: char) -> char {
+    match c {
+        '\u{2018}' | '\u{2019}' | '\u{201a}' | '\u{201b}' => '\'',
+        '\u{201c}' | '\u{201d}' | '\u{201e}' | '\u{201f}' => '"',
+        c => c,
+    }
+}
+
+/// Replaces `old` in `text` where it matches once curly quotes read as straight ones, as Claude
+/// Code's Edit matches an `old_string` the file spells with other quotes; `text` unchanged when
+/// it does not match that way either.
+fn replace_across_quotes(text: &str, old: &str, new: &str, all: bool) -> String {
+    let old: Vec<char> = old.chars().map(straight).collect();
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i + old.len() <= chars.len() {
+        let hit = chars[i..i + old.len()]
+            .iter()
+            .zip(&old)
+            .all(|((_, c), o)| straight(*c) == *o);
+        if !hit {
+            i += 1;
+            continue;
+        }
+        let start = chars[i].0;
+        let end = chars.get(i + old.len()).map_or(text.len(), |(b, _)| *b);
+        out.push_str(&text[copied..start]);
+        out.push_str(new);
+        copied = end;
+        i += old.len().max(1);
+        if !all {
+            break;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 /// Shell builtins a command line may use besides the allowlisted programs.
@@ -192,19 +238,31 @@ fn check_shell(
             if let Some(why) = check_path(&target, sandbox, root, here) {
                 return Some(why);
             }
+            if let Some(why) = check_shell_status(&simple, &target, sandbox, root, here) {
+                return Some(why);
+            }
         }
     }
     None
 }
 
+/// `path` (as given, relative to `cwd`) relative to the project: the file it names when it is
+/// spelled through a symlink to the project, else as written; `None` outside the project.
+fn project_rel(path: &str, sandbox: &Sandbox, root: &Path, cwd: &Path) -> Option<PathBuf> {
+    let lexical = baton_agent::tdd::shell::lexical_join(cwd, path);
+    let real = baton_agent::tdd::real_path(&lexical);
+    let lexical_root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    [real, lexical].iter().find_map(|p| {
+        p.strip_prefix(sandbox.root())
+            .or_else(|_| p.strip_prefix(&lexical_root))
+            .ok()
+            .map(Path::to_path_buf)
+    })
+}
+
 /// `Some(reason)` when writing `path` (as given, relative to `cwd`) must be refused.
 fn check_path(path: &str, sandbox: &Sandbox, root: &Path, cwd: &Path) -> Option<String> {
-    let abs = baton_agent::tdd::shell::lexical_join(cwd, path);
-    let lexical_root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
-    let Ok(rel) = abs
-        .strip_prefix(sandbox.root())
-        .or_else(|_| abs.strip_prefix(&lexical_root))
-    else {
+    let Some(rel) = project_rel(path, sandbox, root, cwd) else {
         return Some(format!(
             "`{path}` is outside the workspace `{}`",
             sandbox.root().display()
@@ -214,6 +272,164 @@ fn check_path(path: &str, sandbox: &Sandbox, root: &Path, cwd: &Path) -> Option<
         .resolve(&rel.to_string_lossy(), Access::Write)
         .err()
         .map(|refusal| refusal.to_string())
+}
+
+/// `Some(reason)` when a shell command's write of `target` may change a story's `Status:` line:
+/// a `sed -i` of plain `s///` commands is run on the file's text and judged by the status rule
+/// like an Edit; any other write into a file whose status the rule guards is refused, since what
+/// it writes cannot be known beforehand.
+fn check_shell_status(
+    simple: &baton_agent::tdd::shell::Simple,
+    target: &str,
+    sandbox: &Sandbox,
+    root: &Path,
+    cwd: &Path,
+) -> Option<String> {
+    let rel = project_rel(target, sandbox, root, cwd)?;
+    let resolved = sandbox
+        .resolve(&rel.to_string_lossy(), Access::Write)
+        .ok()?;
+    let before = std::fs::read_to_string(&resolved).ok()?;
+    let without_status: String = before
+        .lines()
+        .filter(|l| !l.trim_start().to_ascii_lowercase().starts_with("status:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    if sandbox
+        .check_content(&resolved, Some(&before), &without_status)
+        .is_ok()
+    {
+        return None;
+    }
+    match sed_in_place(simple, &before) {
+        Some(after) => sandbox
+            .check_content(&resolved, Some(&before), &after)
+            .err()
+            .map(|r| r.to_string()),
+        None => Some(format!(
+            "`{target}` holds a story's `Status:` line, and what this command would write there \
+             cannot be checked against the status rule; change the story with Edit, and its status \
+             through baton"
+        )),
+    }
+}
+
+/// The text `sed -i` leaves of `before` when every script is one `s/PATTERN/REPLACEMENT/[g]`
+/// (basic or, with `-E`/`-r`, extended regular expressions); `None` for anything else.
+fn sed_in_place(simple: &baton_agent::tdd::shell::Simple, before: &str) -> Option<String> {
+    let words = simple.program_words();
+    let prog = words.first()?.rsplit('/').next()?;
+    if prog != "sed" && prog != "gsed" {
+        return None;
+    }
+    let args = &words[1..];
+    let short = |a: &String| a.starts_with('-') && !a.starts_with("--");
+    let extended = args
+        .iter()
+        .any(|a| a == "--regexp-extended" || (short(a) && (a.contains('E') || a.contains('r'))));
+    let mut scripts = Vec::new();
+    let mut iter = args.iter();
+    while let Some(a) = iter.next() {
+        if a == "-e" || a == "--expression" {
+            scripts.push(iter.next()?.clone());
+        } else if a == "-f" || a.starts_with("--file") {
+            return None;
+        }
+    }
+    if scripts.is_empty() {
+        scripts.push(args.iter().find(|a| !a.starts_with('-'))?.clone());
+    }
+    let mut text = before.to_owned();
+    for script in scripts {
+        let (re, rep, global) = sed_substitution(script.trim(), extended)?;
+        text = text
+            .split_inclusive('\n')
+            .map(|line| {
+                let (body, nl) = match line.strip_suffix('\n') {
+                    Some(b) => (b, "\n"),
+                    None => (line, ""),
+                };
+                let changed = if global {
+                    re.replace_all(body, rep.as_str())
+                } else {
+                    re.replace(body, rep.as_str())
+                };
+                format!("{changed}{nl}")
+            })
+            .collect();
+    }
+    Some(text)
+}
+
+/// One `s` command: the regex, the replacement in the regex crate's syntax, and whether it is
+/// global.
+fn sed_substitution(script: &str, extended: bool) -> Option<(regex::Regex, String, bool)> {
+    let rest = script.strip_prefix('s')?;
+    let delim = rest.chars().next()?;
+    if delim.is_alphanumeric() || delim == '\\' || delim == '\n' {
+        return None;
+    }
+    let mut parts = vec![String::new()];
+    let mut escaped = false;
+    for c in rest[delim.len_utf8()..].chars() {
+        let cur = parts.last_mut()?;
+        if escaped {
+            if c != delim {
+                cur.push('\\');
+            }
+            cur.push(c);
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == delim {
+            parts.push(String::new());
+        } else {
+            cur.push(c);
+        }
+    }
+    let [pattern, replacement, flags] = <[String; 3]>::try_from(parts).ok()?;
+    if !flags.chars().all(|f| f == 'g' || f == 'I') {
+        return None;
+    }
+    let mut re = String::new();
+    if flags.contains('I') {
+        re.push_str("(?i)");
+    }
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, extended) {
+            ('\\', false) => match chars.next() {
+                Some(s @ ('(' | ')' | '{' | '}' | '+' | '?' | '|')) => re.push(s),
+                Some(o) => {
+                    re.push('\\');
+                    re.push(o);
+                }
+                None => return None,
+            },
+            ('(' | ')' | '{' | '}' | '+' | '?' | '|', false) => {
+                re.push('\\');
+                re.push(c);
+            }
+            (c, _) => re.push(c),
+        }
+    }
+    let mut rep = String::new();
+    let mut chars = replacement.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '&' => rep.push_str("${0}"),
+            '$' => rep.push_str("$$"),
+            '\\' => match chars.next() {
+                Some(d) if d.is_ascii_digit() => rep.push_str(&format!("${{{d}}}")),
+                Some('n') => rep.push('\n'),
+                Some('$') => rep.push_str("$$"),
+                Some(o) => rep.push(o),
+                None => return None,
+            },
+            c => rep.push(c),
+        }
+    }
+    Some((regex::Regex::new(&re).ok()?, rep, flags.contains('g')))
 }
 
 /// `Some(reason)` when the call must be refused.
@@ -259,11 +475,7 @@ fn check(project: &Path, tree: Option<&Path>, payload: &Value) -> Result<Option<
     if let Some(why) = check_path(path, &sandbox, root, &cwd) {
         return Ok(Some(why));
     }
-    let abs = cwd.join(path);
-    let lexical_root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
-    let rel = abs
-        .strip_prefix(sandbox.root())
-        .or_else(|_| abs.strip_prefix(&lexical_root))
+    let rel = project_rel(path, &sandbox, root, &cwd)
         .map(|r| r.to_string_lossy().into_owned())
         .unwrap_or_default();
     let resolved = match sandbox.resolve(&rel, Access::Write) {
@@ -426,6 +638,95 @@ mod tests {
     fn garbage_input_blocks() {
         let dir = project();
         assert_eq!(policy_hook(dir.path(), "not json").code, 2);
+    }
+
+    #[test]
+    fn a_path_spelled_through_a_symlink_to_the_root_is_judged_as_the_root() {
+        let dir = project();
+        let root = dir.path();
+        let outside = tempfile::tempdir().unwrap();
+        let link = outside.path().join("alias");
+        std::os::unix::fs::symlink(root, &link).unwrap();
+        std::os::unix::fs::symlink(root, root.join("self")).unwrap();
+        let sprint = "_bmad-output/implementation-artifacts/sprint-status.yaml";
+        for path in [
+            link.join("baton.toml").display().to_string(),
+            link.join(sprint).display().to_string(),
+            "self/baton.toml".to_owned(),
+            format!("self/{sprint}"),
+            "self/.baton/baton.db".to_owned(),
+        ] {
+            let a = pre(root, "Write", json!({"file_path": path, "content": "x"}));
+            assert_eq!(a.code, 2, "{path} was allowed");
+        }
+        // The project reached through the link is still the project: ordinary files are fine.
+        let a = pre(
+            root,
+            "Write",
+            json!({"file_path": link.join("src/lib.rs").display().to_string(), "content": "x"}),
+        );
+        assert_eq!(a.code, 0, "{}", a.stderr);
+        let payload = json!({
+            "hook_event_name": "PreToolUse",
+            "session_id": "s1",
+            "cwd": link.display().to_string(),
+            "tool_name": "Bash",
+            "tool_input": {"command": "echo x > baton.toml"},
+        });
+        assert_eq!(policy_hook(root, &payload.to_string()).code, 2);
+    }
+
+    #[test]
+    fn a_shell_line_that_changes_a_story_status_is_checked_against_the_status_rule() {
+        let dir = project();
+        let root = dir.path();
+        let rel = "_bmad-output/implementation-artifacts/1-1-login.md";
+        std::fs::write(
+            root.join(rel),
+            "# Story 1.1\n\nStatus: ready-for-dev\n\nText.\n",
+        )
+        .unwrap();
+        let sandbox = Sandbox::new(root, &[]).unwrap();
+        let allow: Vec<String> = ["sed", "printf", "echo"].map(str::to_owned).to_vec();
+        for (command, allowed) in [
+            (
+                format!("sed -i 's/Status: ready-for-dev/Status: done/' {rel}"),
+                false,
+            ),
+            (
+                format!("sed -i -e 's/^Status: .*/Status: done/' {rel}"),
+                false,
+            ),
+            (
+                format!("printf '# Story 1.1\\n\\nStatus: done\\n' > {rel}"),
+                false,
+            ),
+            (format!("echo 'Status: done' >> {rel}"), false),
+            (format!("sed -i 's/Text./More text./' {rel}"), true),
+        ] {
+            let refusal = check_bash(&command, &allow, &sandbox, root, root);
+            assert_eq!(refusal.is_none(), allowed, "{command}: {refusal:?}");
+        }
+    }
+
+    #[test]
+    fn an_edit_matched_across_curly_and_straight_quotes_is_checked() {
+        let dir = project();
+        let story = dir
+            .path()
+            .join("_bmad-output/implementation-artifacts/1-1-login.md");
+        std::fs::write(
+            &story,
+            "# Story 1.1\n\nStatus: ready-for-dev \u{2019}tis\n\nText.\n",
+        )
+        .unwrap();
+        // Claude Code matches `'tis` against `\u{2019}tis`; so does the hook.
+        let a = pre(
+            dir.path(),
+            "Edit",
+            json!({"file_path": story.display().to_string(), "old_string": "Status: ready-for-dev 'tis", "new_string": "Status: done 'tis"}),
+        );
+        assert_eq!(a.code, 2, "{}", a.stderr);
     }
 }
 

@@ -8,7 +8,9 @@ use baton_store::journal::SqliteJournal;
 use baton_store::ledger::Now;
 use baton_store::lock::FileLock;
 use baton_store::planning::{self, shown};
-use baton_store::sprint_file::plan::{PlanJournal, PlanReport, plan_sprint, planned_from};
+use baton_store::sprint_file::plan::{
+    PlanJournal, PlanReport, plan_sprint, plan_warnings, planned_from,
+};
 use std::path::Path;
 
 /// Plans the sprint from the epics in the planning folder; the report of what changed.
@@ -42,13 +44,9 @@ pub fn plan(root: &Path, cfg: &crate::config::Config) -> Result<PlanReport> {
         at: jiff::Timestamp::now().to_string(),
         run_id: None,
     };
-    Ok(plan_sprint(
-        &cfg.sprint_status,
-        &header,
-        &plan,
-        now.stamp,
-        Some(&mut pj),
-    )?)
+    let mut report = plan_sprint(&cfg.sprint_status, &header, &plan, now.stamp, Some(&mut pj))?;
+    report.warnings = plan_warnings(&epics);
+    Ok(report)
 }
 
 /// Prints what a planning run did.
@@ -76,6 +74,15 @@ pub fn print_report(root: &Path, path: &Path, r: &PlanReport) {
     }
     for (k, from, to) in &r.raised {
         println!("  ↑ {k}: {from} → {to} (story file exists)");
+    }
+    if !r.renamed.is_empty() {
+        println!("Renamed in the epics (kept under the key in the file, with its status):");
+        for (old, new) in &r.renamed {
+            println!("  ~ {old} (now titled as {new})");
+        }
+    }
+    for w in &r.warnings {
+        println!("warning: {w}");
     }
     if !r.orphans.is_empty() {
         println!("Kept, but no longer in the epics (re-key or remove them by hand):");

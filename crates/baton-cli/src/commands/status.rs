@@ -116,7 +116,10 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
     } else {
         doc
     };
-    let sprint = doc.sprint();
+    // A finer state the file lost (BMad's sprint planning rewrites the file without baton's
+    // `# baton:` comments): the journal still knows it, and the board shows it.
+    let (finer, sprint_with_finer) = finer_states(&cfg, doc.sprint(), &disagreements)?;
+    let sprint = sprint_with_finer.as_ref().unwrap_or(doc.sprint());
     let mut problems = validate::validate(
         sprint,
         &Options {
@@ -127,6 +130,22 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
     {
         for d in disagreements {
             let line = sprint.get(&d.key).map(|e| e.line);
+            if finer.contains(&d.key) {
+                problems.push(Problem {
+                    severity: Severity::Warning,
+                    kind: ProblemKind::JournalMismatch,
+                    line,
+                    key: Some(d.key.clone()),
+                    message: format!(
+                        "`{}` is `{}` in the file, which lost its `# baton: {}` comment (BMad's sprint planning drops it); the journal's `{}` is shown and acted on",
+                        d.key,
+                        d.file.as_deref().unwrap_or("(missing)"),
+                        d.journal,
+                        d.journal
+                    ),
+                });
+                continue;
+            }
             problems.push(Problem {
                 severity: Severity::Warning,
                 kind: ProblemKind::JournalMismatch,
@@ -239,6 +258,64 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
     } else {
         Code::Ok
     })
+}
+
+/// The stories whose journal holds a finer state (`needs-intervention`, `story-doc-review`, …)
+/// that the file shows only as its canonical status, without the `# baton:` comment that would
+/// say so; and the sprint with those states put back (`None` when there is none).
+fn finer_states(
+    cfg: &crate::config::Config,
+    sprint: &baton_core::Sprint,
+    disagreements: &[baton_store::ledger::Disagreement],
+) -> Result<(Vec<String>, Option<baton_core::Sprint>)> {
+    use baton_store::journal::{EventFilter, StatusEvents};
+    let mut found: Vec<(String, Status)> = Vec::new();
+    if disagreements.is_empty() {
+        return Ok((Vec::new(), None));
+    }
+    let journal = crate::project::journal(cfg)?;
+    for d in disagreements {
+        let Some(state) = Status::parse(&d.journal).filter(|s| s.is_extended()) else {
+            continue;
+        };
+        let Some(entry) = sprint.get(&d.key).filter(|e| e.extended.is_none()) else {
+            continue;
+        };
+        let last = journal.events(&EventFilter {
+            key: Some(d.key.clone()),
+            all_states: false,
+            limit: Some(1),
+        })?;
+        // The canonical status the state stands on: its projection, or for a parked story the
+        // status it was parked from.
+        let base = state
+            .projection()
+            .map(|s| s.as_str().to_owned())
+            .or_else(|| {
+                last.last()
+                    .and_then(|e| e.from.as_deref())
+                    .and_then(Status::parse)
+                    .map(|s| s.projection().unwrap_or(s).as_str().to_owned())
+            });
+        if base.as_deref() == Some(entry.effective().as_str()) {
+            found.push((d.key.clone(), state));
+        }
+    }
+    if found.is_empty() {
+        return Ok((Vec::new(), None));
+    }
+    let mut entries = sprint.entries.clone();
+    for e in &mut entries {
+        if let Some((_, s)) = found.iter().find(|(k, _)| k == e.key.as_str()) {
+            e.extended = Some(*s);
+        }
+    }
+    let with = baton_core::Sprint::new(
+        sprint.fields.clone(),
+        sprint.development_status_line,
+        entries,
+    );
+    Ok((found.into_iter().map(|(k, _)| k).collect(), Some(with)))
 }
 
 /// `key → (story file, its status)` of every story that has a file stating a status.
@@ -379,6 +456,15 @@ fn print_board(board: &Board) {
         );
         for b in &board.blocked {
             println!("  {} ({}): {}", b.story.key, b.story.status, b.command);
+        }
+    }
+    // A state taken from the journal because the file lost its marker: say so.
+    for p in &board.problems {
+        let restored = board.entries.iter().any(|r| {
+            r.extended && p.key.as_deref() == Some(r.key.as_str()) && r.file_status.is_some()
+        });
+        if p.kind == ProblemKind::JournalMismatch && restored {
+            println!("note: {}", p.message);
         }
     }
     let errors = board

@@ -112,7 +112,8 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
     };
     if args.json {
         let out = serde_json::json!({ "run_id": run_id, "report": report });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        let text = serde_json::to_string_pretty(&out)?;
+        println!("{}", baton_core::secrets::redact(&text));
     } else {
         print_report(&report, &run_id);
     }
@@ -138,7 +139,7 @@ fn print_report(report: &TeamReport, run_id: &str) {
                 .unwrap_or_default()
         );
         if !o.summary.trim().is_empty() {
-            println!("{}", o.summary.trim());
+            println!("{}", baton_core::secrets::redact(o.summary.trim()));
         }
         println!(
             "   {}, {} in / {} out tokens{}, ${:.4}{}",

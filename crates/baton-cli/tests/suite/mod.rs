@@ -1,5 +1,6 @@
 //! The areas of the end-to-end suite; shared helpers live in `common`.
 
+mod bmad_parity;
 mod cli_workers;
 mod common;
 

@@ -11,17 +11,13 @@ use std::time::{Duration, Instant};
 const PLANNING: &str = "_bmad-output/planning-artifacts";
 pub(super) const IDEA: &str = "A command-line tool that counts the words and lines of a text";
 
-const BRIEF: &str =
-    "# Product Brief: tally\n\n## Vision\n\nCount text quickly.\n\n## Users\n\nWriters.\n";
-const PRD: &str = "# PRD: tally\n\n## Functional Requirements\n\n- FR1: a user can count words\n- FR2: a user can count lines\n\n## Non-Functional Requirements\n\n- NFR1: counts a megabyte in under a second\n";
-const ARCH: &str =
-    "# Architecture: tally\n\n## Decisions\n\n### ADR-001: pure functions in one module\n";
-const EPICS: &str = "# tally - Epic Breakdown\n\n## Epic 1: Counting\n\n### Story 1.1: Count words\n\nAs a writer, I want word counts (FR1, NFR1, ADR-001).\n\n**Acceptance Criteria:**\n\n**Given** a text\n**When** I count its words\n**Then** I get the number\n\n### Story 1.2: Count lines\n\nAs a writer, I want line counts (FR2).\n\n**Given** a text\n**Then** I get its lines\n";
-const READINESS: &str =
-    "# Implementation Readiness Report: tally\n\n**Verdict:** PASS\n\nEverything is covered.\n";
-const SPEC: &str =
-    "# Tech Spec: tally\n\n## Requirements\n\n- FR1: the typo in the help text is fixed\n";
-const SPEC_EPICS: &str = "# tally - Epic Breakdown\n\n## Epic 1: Fixes\n\n### Story 1.1: Fix the help typo\n\nFR1.\n\n**Given** the help\n**Then** no typo\n";
+const BRIEF: &str = "# Product Brief: tally\n\n## Vision\n\nCount text quickly.\n\n## Users\n\nWriters.\n\n## Constraints\n\nNone.\n\n## Success Metrics\n\nCounts match wc.\n\n## Out of Scope\n\nFiles.\n";
+const PRD: &str = "# PRD: tally\n\n## Goals\n\nExact counts.\n\n## Functional Requirements\n\n- FR1: a user can count words\n- FR2: a user can count lines\n\n## Non-Functional Requirements\n\n- NFR1: counts a megabyte in under a second\n\n## User Journeys\n\nA writer counts a draft (FR1).\n\n## Out of Scope\n\nFiles.\n";
+const ARCH: &str = "# Architecture: tally\n\n## Components\n\nOne module.\n\n## Data Model\n\nNone.\n\n## Interfaces\n\nFunctions.\n\n## Decisions\n\n### ADR-001: pure functions in one module\n\n## Requirements Coverage\n\nFR1 and FR2 by the module.\n";
+const EPICS: &str = "# tally - Epic Breakdown\n\n## Requirements Inventory\n\nFR1, FR2, NFR1.\n\n## Epic List\n\n- Epic 1: Counting\n\n## Epic 1: Counting\n\n### Story 1.1: Count words\n\nAs a writer, I want word counts (FR1, NFR1, ADR-001).\n\n**Acceptance Criteria:**\n\n**Given** a text\n**When** I count its words\n**Then** I get the number\n\n### Story 1.2: Count lines\n\nAs a writer, I want line counts (FR2).\n\n**Given** a text\n**Then** I get its lines\n";
+const READINESS: &str = "# Implementation Readiness Report: tally\n\n**Verdict:** PASS\n\nEverything is covered.\n\n## Documents Reviewed\n\nAll four.\n\n## Requirements Coverage\n\nComplete.\n\n## Epic and Story Quality\n\nGood.\n\n## Cross-Reference Findings\n\nNone.\n\n## Recommendation\n\nBuild.\n";
+const SPEC: &str = "# Tech Spec: tally\n\n## Problem\n\nA typo.\n\n## Solution\n\nFix it.\n\n## Requirements\n\n- FR1: the typo in the help text is fixed\n\n## Files to Modify\n\n- src/main.rs\n\n## Tests\n\nThe help test.\n";
+const SPEC_EPICS: &str = "# tally - Epic Breakdown\n\n## Requirements Inventory\n\nFR1.\n\n## Epic List\n\n- Epic 1: Fixes\n\n## Epic 1: Fixes\n\n### Story 1.1: Fix the help typo\n\nFR1.\n\n**Given** the help\n**Then** no typo\n";
 
 fn indent(text: &str) -> String {
     text.lines()
@@ -301,7 +297,15 @@ fn tier_0_takes_the_quick_spec_and_tier_override_is_printed() {
     );
     assert!(run.stdout.contains("✓ quick-spec"), "{}", run.describe());
     assert!(!run.stdout.contains("✓ brief"), "{}", run.describe());
-    assert!(artifact(&p, "tech-spec.md").contains("workflowType: 'quick-spec'"));
+    // Where BMad's quick flow keeps its spec: the implementation folder, named after the change.
+    assert!(
+        read(
+            &p,
+            "_bmad-output/implementation-artifacts/tech-spec-fix-the-typo-in-the-help-text.md"
+        )
+        .contains("workflowType: 'quick-spec'")
+    );
+    assert!(!p.root().join(PLANNING).join("tech-spec.md").exists());
     assert!(read(&p, SPRINT_REL).contains("1-1-fix-the-help-typo: backlog"));
     let q = project("^Write the architecture document", 0);
     let run = q.ok(&["plan", "Fix the typo", "--tier", "2"]);
@@ -372,7 +376,7 @@ fn a_high_severity_finding_caps_the_readiness_verdict_at_concerns() {
     );
     assert!(
         run.stdout.contains(
-            "high    _bmad-output/planning-artifacts/prd.md:15  FR2 is covered by no story"
+            "high    _bmad-output/planning-artifacts/prd.md:19  FR2 is covered by no story"
         ),
         "{}",
         run.describe()
@@ -490,9 +494,10 @@ fn a_large_brownfield_codebase_raises_the_suggested_tier() {
 }
 
 /// A planning step runs on the worker its role names: the product manager on a real Codex
-/// against the loopback model, every other role on the script provider.
+/// against the loopback model, every other role on the script provider; Codex's answer is
+/// checked as any model's is.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_yolo_plan_runs_with_the_product_manager_on_codex() {
+async fn a_yolo_plan_checks_the_product_managers_answer_from_codex() {
     let Some(program) = super::cli_workers::installed(baton_agent::worker::cli::Cli::Codex) else {
         return;
     };
@@ -509,21 +514,140 @@ async fn a_yolo_plan_runs_with_the_product_manager_on_codex() {
     let root = fs::canonicalize(p.root()).unwrap();
     server.respond_with(baton_test_support::scripted::responder(&root));
     p.ok(&["trust"]);
-    let run = p.ok(&["plan", IDEA, "--yolo"]);
+    // The mock model answers every task with one greeting, never a document: the product
+    // manager's answer comes back from Codex, is checked like any model's, sent back once with
+    // the reason, and not saved.
+    let run = p.run(&["plan", IDEA, "--yolo"]);
+    assert_eq!(run.code, Some(1), "{}", run.describe());
     assert!(
-        run.stdout.contains("The plan is complete"),
+        run.stdout.contains(&format!(
+            "pm answered twice with something that is not the product requirements document (PRD): it opens with `{}`",
+            baton_test_support::scripted::HELLO
+        )),
         "{}",
         run.describe()
     );
+    let requests = server.requests();
     assert!(
-        server
-            .requests()
+        requests
             .iter()
             .any(|r| r.raw_body.contains("Write the product requirements")),
         "the product manager's task did not reach Codex"
     );
     assert!(
-        artifact(&p, "prd.md").contains(baton_test_support::scripted::HELLO),
-        "the PRD is not Codex's answer"
+        requests
+            .iter()
+            .any(|r| r.raw_body.contains("Your previous answer was not saved")),
+        "the retry did not reach Codex"
     );
+    assert!(artifact(&p, "product-brief.md").contains("status: complete"));
+    assert!(!p.root().join(PLANNING).join("prd.md").exists());
+}
+
+#[test]
+fn a_chatty_answer_is_retried_with_the_reason_and_never_saved_as_complete() {
+    let p = project("^Write the architecture document", 0);
+    let chatty = format!(
+        "Sure! I have drafted the brief below.\n\n{BRIEF}\nLet me know if you want changes!\n"
+    );
+    // Once chatty, then the document: the retry names what was wrong and the document is saved.
+    let text = script("^Write the architecture document", 0).replacen(
+        "turns:\n",
+        &format!(
+            "turns:\n{}{}",
+            turn(
+                "analyst",
+                "previous answer was not saved: it opens with `Sure! I have drafted",
+                BRIEF,
+                0
+            ),
+            turn("analyst", "^Write the product brief", &chatty, 0)
+        ),
+        1,
+    );
+    p.write(".baton/scripts/plan.yaml", &text);
+    let run = p.ok(&["plan", IDEA, "--yolo"]);
+    let brief = artifact(&p, "product-brief.md");
+    assert!(brief.contains("status: complete"), "{brief}");
+    assert!(!brief.contains("Sure!"), "{brief}\n{}", run.describe());
+
+    // Chatty every time: nothing is written, the plan fails and a human is asked.
+    let p = project("^Write the architecture document", 0);
+    let text = script("^Write the architecture document", 0).replacen(
+        "turns:\n",
+        &format!(
+            "turns:\n{}",
+            turn("analyst", "^Write the product brief", &chatty, 0)
+        ),
+        1,
+    );
+    p.write(".baton/scripts/plan.yaml", &text);
+    let run = p.run(&["plan", IDEA, "--yolo"]);
+    assert_ne!(run.code, Some(0), "{}", run.describe());
+    assert!(
+        run.stdout.contains("answered twice with something that is not the product brief: it opens with `Sure! I have drafted"),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        !p.root().join(PLANNING).join("product-brief.md").exists(),
+        "a chatty brief was written"
+    );
+    let esc = p.ok(&["escalations", "--all"]);
+    assert!(
+        esc.stdout.contains("the brief step produced no document"),
+        "{}",
+        esc.describe()
+    );
+}
+
+#[test]
+fn completing_a_prd_bmad_began_keeps_its_step_file_names() {
+    let p = project("^Write the architecture document", 0);
+    p.write(
+        &format!("{PLANNING}/product-brief.md"),
+        &format!("---\nstatus: complete\n---\n{BRIEF}"),
+    );
+    p.write(
+        &format!("{PLANNING}/prd.md"),
+        "---\nstepsCompleted: [\"step-01-init.md\", \"step-02-discovery.md\"]\nworkflowType: 'prd'\n---\n# PRD: tally\n\n## Goals\n\nExact counts.\n",
+    );
+    let run = p.ok(&["plan", IDEA, "--yolo"]);
+    let prd = artifact(&p, "prd.md");
+    assert!(
+        prd.contains(
+            "stepsCompleted: ['step-01-init.md', 'step-02-discovery.md', 'step-12-complete.md']"
+        ),
+        "{prd}\n{}",
+        run.describe()
+    );
+    let arch = artifact(&p, "architecture.md");
+    assert!(
+        arch.contains("stepsCompleted: [1, 2, 3, 4, 5, 6, 7, 8]"),
+        "{arch}"
+    );
+}
+
+#[test]
+fn an_existing_bmad_quick_spec_in_the_implementation_folder_is_taken() {
+    let p = project("^Write the architecture document", 0);
+    let scrum = turn("scrum-master", "^Write the epics", SPEC_EPICS, 0);
+    let text = format!("{}{}", "turns:\n", scrum)
+        + &script("^Write the architecture document", 0).replacen("turns:\n", "", 1);
+    p.write(".baton/scripts/plan.yaml", &text);
+    let spec = "---\ntitle: 'Fix the help typo'\nslug: 'fix-help-typo'\nstatus: 'ready-for-dev'\nstepsCompleted: [1, 2, 3, 4]\n---\n\n# Tech-Spec: Fix the help typo\n\n## Requirements\n\n- FR1: the typo is gone\n";
+    p.write(
+        "_bmad-output/implementation-artifacts/tech-spec-fix-help-typo.md",
+        spec,
+    );
+    let run = p.ok(&["plan", "Fix the typo in the help text", "--yolo"]);
+    assert!(!run.stdout.contains("✓ quick-spec"), "{}", run.describe());
+    assert_eq!(
+        read(
+            &p,
+            "_bmad-output/implementation-artifacts/tech-spec-fix-help-typo.md"
+        ),
+        spec
+    );
+    assert!(read(&p, SPRINT_REL).contains("1-1-fix-the-help-typo: backlog"));
 }

@@ -3,7 +3,7 @@
 //! the epics, and on an existing one keeps every status, comment and unknown key and appends only
 //! the new stories.
 
-use super::common::{Project, parse_json, sprint};
+use super::common::{Project, SPRINT_REL, parse_json, sprint};
 
 const PLANNING: &str = "_bmad-output/planning-artifacts";
 
@@ -249,4 +249,160 @@ fn a_sharded_epics_document_is_checked_and_planned_shard_by_shard() {
     assert!(p.read_sprint().ends_with(
         "  epic-1: backlog\n  1-1-count-words: backlog\n  epic-1-retrospective: optional\n\n  epic-2: backlog\n  2-1-summary-line: backlog\n  epic-2-retrospective: optional\n"
     ));
+}
+
+#[test]
+fn a_renamed_story_keeps_its_key_and_status_and_is_never_queued_again() {
+    let p = Project::empty();
+    p.write(
+        &format!("{PLANNING}/epics.md"),
+        "## Epic 1: Login\n### Story 1.1: Log in\n### Story 1.2: Log out\n",
+    );
+    p.ok(&["sprint-plan"]);
+    p.write(
+        SPRINT_REL,
+        &p.read_sprint()
+            .replace("1-1-log-in: backlog", "1-1-log-in: done")
+            .replace("epic-1: backlog", "epic-1: in-progress"),
+    );
+    // The titles are translated: the stories are the same, numbered as before.
+    p.write(
+        &format!("{PLANNING}/epics.md"),
+        "## Epic 1: Anmeldung\n### Story 1.1: Anmelden\n### Story 1.2: Abmelden\n### Story 1.3: Passwort\n",
+    );
+    let run = p.ok(&["sprint-plan", "--json"]);
+    let report = parse_json(&run);
+    assert_eq!(
+        report["renamed"],
+        serde_json::json!([
+            ["1-1-log-in", "1-1-anmelden"],
+            ["1-2-log-out", "1-2-abmelden"]
+        ]),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        report["orphans"],
+        serde_json::json!([]),
+        "{}",
+        run.describe()
+    );
+    let text = p.read_sprint();
+    assert!(text.contains("  1-1-log-in: done\n"), "{text}");
+    assert!(!text.contains("anmelden"), "{text}");
+    assert!(
+        text.contains("  1-2-log-out: backlog\n  1-3-passwort: backlog\n"),
+        "{text}"
+    );
+    let next = p.status_json()["next"].clone();
+    assert_eq!(next["key"], "1-2-log-out", "{next}");
+    let human = p.ok(&["sprint-plan"]);
+    assert!(
+        human
+            .stdout
+            .contains("~ 1-1-log-in (now titled as 1-1-anmelden)"),
+        "{}",
+        human.describe()
+    );
+}
+
+#[test]
+fn repeated_story_headings_are_planned_once_and_named_with_their_lines() {
+    let p = Project::empty();
+    p.write(
+        &format!("{PLANNING}/epics.md"),
+        "## Epic 1: A\n### Story 1.1: Same\n### Story 1.1: Same\n### Story 1.2: Next\n### Story 1.1: Same\n",
+    );
+    let run = p.ok(&["sprint-plan"]);
+    let text = p.read_sprint();
+    assert_eq!(text.matches("1-1-same:").count(), 1, "{text}");
+    assert!(
+        run.stdout.contains(
+            "_bmad-output/planning-artifacts/epics.md:3: story `1-1-same` is written twice (first at _bmad-output/planning-artifacts/epics.md:2)"
+        ),
+        "{}",
+        run.describe()
+    );
+    p.ok(&["status", "--validate"]);
+}
+
+#[test]
+fn epics_are_planned_in_number_order_and_new_stories_where_the_epics_put_them() {
+    let p = Project::empty();
+    p.write(
+        &format!("{PLANNING}/epics.md"),
+        "## Epic 1: A\n### Story 1.1: First\n### Story 1.3: Third\n\n## Epic 3: C\n### Story 3.1: X\n\n## Epic 0: Zero\n### Story 0.1: Prep\n",
+    );
+    p.ok(&["sprint-plan"]);
+    let body = |t: &str| t[t.find("development_status:").unwrap_or(0)..].to_owned();
+    assert_eq!(
+        body(&p.read_sprint()),
+        "development_status:\n  epic-0: backlog\n  0-1-prep: backlog\n  epic-0-retrospective: optional\n\n  epic-1: backlog\n  1-1-first: backlog\n  1-3-third: backlog\n  epic-1-retrospective: optional\n\n  epic-3: backlog\n  3-1-x: backlog\n  epic-3-retrospective: optional\n"
+    );
+    p.write(
+        &format!("{PLANNING}/epics.md"),
+        "## Epic 1: A\n### Story 1.1: First\n### Story 1.2: Second\n### Story 1.3: Third\n\n## Epic 2: B\n### Story 2.1: Y\n\n## Epic 3: C\n### Story 3.1: X\n\n## Epic 0: Zero\n### Story 0.1: Prep\n",
+    );
+    p.ok(&["sprint-plan"]);
+    assert_eq!(
+        body(&p.read_sprint()),
+        "development_status:\n  epic-0: backlog\n  0-1-prep: backlog\n  epic-0-retrospective: optional\n\n  epic-1: backlog\n  1-1-first: backlog\n  1-2-second: backlog\n  1-3-third: backlog\n  epic-1-retrospective: optional\n\n  epic-2: backlog\n  2-1-y: backlog\n  epic-2-retrospective: optional\n\n  epic-3: backlog\n  3-1-x: backlog\n  epic-3-retrospective: optional\n"
+    );
+}
+
+#[test]
+fn story_keys_are_derived_as_bmad_derives_them() {
+    let p = Project::empty();
+    p.write(
+        &format!("{PLANNING}/epics.md"),
+        "## Epic 1: Scripts\n### Story 1.1: हिन्दी पाठ\n### Story 1.2: বাংলা\n### Story 1.3: தமிழ்\n### Story 1.4: →★←\n### Story 1.5: C#\n### Story 1.6: ###\n",
+    );
+    p.ok(&["sprint-plan"]);
+    let keys: Vec<String> = p
+        .statuses()
+        .into_keys()
+        .filter(|k| k.starts_with("1-"))
+        .collect();
+    // Keys printed by BMad 6.12's sprint_plan.py for the same headings.
+    assert_eq!(
+        keys,
+        [
+            "1-1-ह-न-द-प-ठ",
+            "1-2-ব-ল",
+            "1-3-தம-ழ",
+            "1-4-aaa4bb9d",
+            "1-5-c",
+            "1-6-e3b0c442"
+        ]
+    );
+}
+
+#[test]
+fn dotted_requirement_ids_are_checked_one_by_one() {
+    let p = Project::empty();
+    p.write(
+        &format!("{PLANNING}/prd.md"),
+        "# PRD\n\n## Functional Requirements\n\n- FR-1.1: sign up\n- FR-1.2: log in\n- FR-1.3: log out\n",
+    );
+    p.write(
+        &format!("{PLANNING}/epics.md"),
+        "## Epic 1: Accounts\n\n### Story 1.1: Sign up\n\nCovers FR-1.1.\n\n**Given** x\n**Then** y\n\n### Story 1.2: Log in\n\nCovers FR-1.2.\n\n**Given** x\n**Then** y\n",
+    );
+    let run = p.run(&["check", "--json"]);
+    let out = run.stdout.clone();
+    assert!(
+        out.contains("FR1.3 is covered by no story"),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        !out.contains("FR1.1 is covered by no story"),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        !out.contains("FR1.2 is covered by no story"),
+        "{}",
+        run.describe()
+    );
 }

@@ -438,3 +438,54 @@ fn the_epic_stays_when_auto_epic_done_is_off() {
     p.ok(&["set", "epic-1", "done"]);
     assert_eq!(p.statuses()["epic-1"], "done");
 }
+
+#[test]
+fn a_parked_story_whose_marker_a_rewrite_dropped_stays_parked_by_the_journal() {
+    let p = Project::with_sprint(&sprint(
+        "  epic-1: in-progress\n  1-1-a: in-progress\n  1-2-b: backlog\n  epic-1-retrospective: optional\n",
+    ));
+    p.ok(&[
+        "set",
+        "1-1-a",
+        "needs-intervention",
+        "--note",
+        "max review rounds",
+    ]);
+    let parked = p.read_sprint();
+    assert!(
+        parked.contains("1-1-a: in-progress  # max review rounds # baton: needs-intervention"),
+        "{parked}"
+    );
+    // BMad's sprint planning rewrites the file and drops every comment.
+    let rewritten: String = parked
+        .lines()
+        .map(|l| match l.split_once("  #") {
+            Some((kept, _)) => format!("{kept}\n"),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    assert!(!rewritten.contains('#'), "{rewritten}");
+    p.write(super::common::SPRINT_REL, &rewritten);
+    let board = p.status_json();
+    assert_eq!(board["next"]["action"], "create-story", "{board}");
+    assert_eq!(board["next"]["key"], "1-2-b", "{board}");
+    assert_eq!(board["blocked"][0]["key"], "1-1-a", "{board}");
+    let row = board["entries"]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["key"] == "1-1-a"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(row["status"], "needs-intervention", "{board}");
+    assert_eq!(row["file_status"], "in-progress", "{board}");
+    let shown = p.ok(&["status"]);
+    assert!(
+        shown
+            .stdout
+            .contains("lost its `# baton: needs-intervention` comment")
+            || shown
+                .stderr
+                .contains("lost its `# baton: needs-intervention` comment"),
+        "{}",
+        shown.describe()
+    );
+}

@@ -237,3 +237,66 @@ fn an_escalation_exits_3_and_the_budget_exits_4() {
     assert_eq!(step["status"], "cancelled", "{out:#}");
     assert!(s(step, "reason").starts_with("budget"), "{out:#}");
 }
+
+#[test]
+fn a_configured_key_an_agent_repeats_is_in_no_transcript_journal_or_event() {
+    const KEY: &str = "sk-ant-test-9f2c41d7e0b8a6";
+    // The model repeats the key it read from the environment (an allowlisted interpreter
+    // printed it): its answer, the outcome's summary and the events all carry it.
+    let script = Script::new().turn(
+        "scout",
+        "show the environment",
+        &format!("ANTHROPIC_API_KEY={KEY} is set."),
+        vec![],
+    );
+    let p = team_project(&script);
+    let run = p
+        .command(&[
+            "team",
+            "scout",
+            "show the environment",
+            "--json",
+            "--model",
+            "script/t",
+        ])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("baton runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("ANTHROPIC_API_KEY=*** is set"), "{stdout}");
+    assert!(
+        !stdout.contains(KEY) && !stderr.contains(KEY),
+        "{stdout}\n{stderr}"
+    );
+    // Shown to a person: the report and the events on the terminal.
+    let human = p
+        .command(&[
+            "team",
+            "scout",
+            "show the environment",
+            "--model",
+            "script/t",
+        ])
+        .env("ANTHROPIC_API_KEY", KEY)
+        .output()
+        .expect("baton runs");
+    let (out, err) = (
+        String::from_utf8_lossy(&human.stdout),
+        String::from_utf8_lossy(&human.stderr),
+    );
+    assert!(human.status.success(), "{out}\n{err}");
+    assert!(out.contains("ANTHROPIC_API_KEY=*** is set"), "{out}");
+    assert!(!out.contains(KEY) && !err.contains(KEY), "{out}\n{err}");
+    let written = snapshot(&p.root().join(".baton"));
+    assert!(
+        written.keys().any(|k| k.starts_with("runs")),
+        "no transcript"
+    );
+    // The recorded model session itself (the test's input) holds the key, of course.
+    for (path, bytes) in written.iter().filter(|(k, _)| !k.starts_with("scripts")) {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(!text.contains(KEY), "the key is in {}", path.display());
+    }
+}

@@ -9,7 +9,6 @@
 //! "Story N.M[a-z]?[:] title", case-insensitive. Line numbers are 1-based.
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use std::fmt;
 
 /// What an identifier names.
@@ -24,21 +23,28 @@ pub enum ReqKind {
     Adr,
 }
 
-/// A requirement or decision identifier; `FR-01` and `FR1` are the same.
+/// A requirement or decision identifier; `FR-01` and `FR1` are the same, `FR-1.1` and `FR-1.2`
+/// are two.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ReqId {
     /// What it names.
     pub kind: ReqKind,
     /// Its number.
     pub n: u32,
+    /// The number after a dot (`FR-1.1`), for requirements numbered within a group.
+    pub sub: Option<u32>,
 }
 
 impl fmt::Display for ReqId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
-            ReqKind::Fr => write!(f, "FR{}", self.n),
-            ReqKind::Nfr => write!(f, "NFR{}", self.n),
-            ReqKind::Adr => write!(f, "ADR-{:03}", self.n),
+            ReqKind::Fr => write!(f, "FR{}", self.n)?,
+            ReqKind::Nfr => write!(f, "NFR{}", self.n)?,
+            ReqKind::Adr => write!(f, "ADR-{:03}", self.n)?,
+        }
+        match self.sub {
+            Some(sub) => write!(f, ".{sub}"),
+            None => Ok(()),
         }
     }
 }
@@ -126,6 +132,9 @@ pub struct Epics {
     pub coverage: Vec<(ReqId, usize, String)>,
     /// Headings that look like an epic or story but fail the pattern: line and text.
     pub malformed: Vec<(usize, String)>,
+    /// The sprint plan exactly as BMad's `sprint_plan.py generate` reads the same files: keys,
+    /// epic order, repeated headings.
+    pub plan: super::bmad::SprintPlan,
 }
 
 impl Epics {
@@ -209,6 +218,15 @@ fn id_at(s: &str) -> Option<(ReqId, usize)> {
     }
     let n: u32 = rest[..digits].parse().ok()?;
     used += digits;
+    // `FR-1.1`: a dot and digits make a sub-number (a sentence's full stop does not).
+    let mut sub = None;
+    if let Some(after) = s[used..].strip_prefix('.') {
+        let d = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if d > 0 {
+            sub = Some(after[..d].parse().ok()?);
+            used += 1 + d;
+        }
+    }
     if s[used..]
         .chars()
         .next()
@@ -216,7 +234,7 @@ fn id_at(s: &str) -> Option<(ReqId, usize)> {
     {
         return None;
     }
-    Some((ReqId { kind, n }, used))
+    Some((ReqId { kind, n, sub }, used))
 }
 
 /// The widest range of identifiers a citation such as `FR1-FR15` may span; anything wider is
@@ -269,10 +287,15 @@ pub fn citations(line: &str) -> Vec<ReqId> {
         };
         out.push(id);
         if let Some((end, taken)) = range_end(&line[i + used..], id.kind)
+            && id.sub.is_none()
             && end > id.n
             && end - id.n <= MAX_RANGE
         {
-            out.extend((id.n + 1..=end).map(|n| ReqId { kind: id.kind, n }));
+            out.extend((id.n + 1..=end).map(|n| ReqId {
+                kind: id.kind,
+                n,
+                sub: None,
+            }));
             skip_to = i + used + taken;
         }
     }
@@ -319,30 +342,9 @@ pub fn parse_architecture(path: &str, text: &str) -> Architecture {
 }
 
 /// BMad's slug: lowercase, each run of non-word characters → `-`, trimmed, at most 60
-/// characters; an 8-hex SHA-256 prefix when nothing is left.
+/// characters; an 8-hex SHA-256 prefix when nothing is left (see [`super::bmad::slug`]).
 pub fn slug(title: &str) -> String {
-    let mut out = String::new();
-    let mut dash = false;
-    for c in title.to_lowercase().chars() {
-        if c.is_alphanumeric() || c == '_' {
-            if dash && !out.is_empty() {
-                out.push('-');
-            }
-            dash = false;
-            out.push(c);
-        } else {
-            dash = true;
-        }
-    }
-    let mut cut: String = out.chars().take(60).collect();
-    while cut.ends_with('-') {
-        cut.pop();
-    }
-    if cut.is_empty() {
-        let d = Sha256::digest(title.as_bytes());
-        return d.iter().take(4).map(|b| format!("{b:02x}")).collect();
-    }
-    cut
+    super::bmad::slug(title)
 }
 
 /// A heading: its level and text.
@@ -415,6 +417,7 @@ fn is_list_item(line: &str) -> bool {
 pub fn parse_epics(path: &str, text: &str) -> Epics {
     let mut doc = Epics {
         path: path.to_owned(),
+        plan: super::bmad::parse(&[(path.to_owned(), text.to_owned())]),
         ..Epics::default()
     };
     // Index into doc.epics of the current epic, and whether a story is open.
@@ -458,10 +461,15 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
             {
                 match (story_prefix(number), epic) {
                     (Some(prefix), Some(i)) => {
+                        // The key BMad's sprint planning derives from the same line, when it
+                        // reads the line as a story heading.
+                        let key = super::bmad::story_heading(raw)
+                            .map(|h| h.key())
+                            .unwrap_or_else(|| format!("{prefix}-{}", slug(title)));
                         doc.epics[i].stories.push(Story {
                             file: path.to_owned(),
                             number: number.to_owned(),
-                            key: format!("{prefix}-{}", slug(title)),
+                            key,
                             title: title.to_owned(),
                             line,
                             cites: Vec::new(),
@@ -531,6 +539,9 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
 /// as one document whose epics and stories keep the file they are written in.
 pub fn parse_epics_sharded(index: (&str, &str), shards: &[(String, String)]) -> Epics {
     let mut doc = parse_epics(index.0, index.1);
+    let mut files = vec![(index.0.to_owned(), index.1.to_owned())];
+    files.extend(shards.iter().cloned());
+    doc.plan = super::bmad::parse(&files);
     for (path, text) in shards {
         let part = parse_epics(path, text);
         for e in part.epics {
@@ -589,6 +600,7 @@ mod tests {
         ReqId {
             kind: ReqKind::Fr,
             n,
+            sub: None,
         }
     }
 
@@ -612,6 +624,28 @@ mod tests {
     }
 
     #[test]
+    fn dotted_identifiers_stay_apart() {
+        let dotted = |n: u32, sub: u32| ReqId {
+            kind: ReqKind::Fr,
+            n,
+            sub: Some(sub),
+        };
+        assert_eq!(
+            citations("Covers FR-1.1, FR-1.2 and FR1.10; FR2."),
+            [dotted(1, 1), dotted(1, 2), dotted(1, 10), fr(2)]
+        );
+        assert_eq!(
+            definition("- FR-1.2: Users can log out").map(|(id, _)| id.to_string()),
+            Some("FR1.2".to_owned())
+        );
+        let prd = parse_prd(
+            "prd.md",
+            "- FR-1.1: sign up\n- FR-1.2: log in\n- FR-1.3: log out\n",
+        );
+        assert_eq!(prd.requirements.len(), 3);
+    }
+
+    #[test]
     fn citations_need_a_word_boundary() {
         assert_eq!(citations("Covers FR1, FR-2 and NFR3; see ADR-002."), {
             vec![
@@ -620,10 +654,12 @@ mod tests {
                 ReqId {
                     kind: ReqKind::Nfr,
                     n: 3,
+                    sub: None,
                 },
                 ReqId {
                     kind: ReqKind::Adr,
                     n: 2,
+                    sub: None,
                 },
             ]
         });
@@ -635,6 +671,7 @@ mod tests {
         let fr = |n: u32| ReqId {
             kind: ReqKind::Fr,
             n,
+            sub: None,
         };
         assert_eq!(
             citations("Covers FR1-FR3, FR4\u{2013}FR6 and FR7-8."),
@@ -654,7 +691,8 @@ mod tests {
                 fr(1),
                 ReqId {
                     kind: ReqKind::Nfr,
-                    n: 2
+                    n: 2,
+                    sub: None,
                 }
             ]
         );

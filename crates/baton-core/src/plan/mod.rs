@@ -8,6 +8,7 @@
 //! [`tier`] reads an idea's wording, and [`pipeline`] is the planning workflow's `decide`. Nothing
 //! here does IO: the caller reads the files and hands over their text.
 
+pub mod bmad;
 pub mod check;
 pub mod docs;
 pub mod pipeline;

@@ -28,20 +28,42 @@ pub struct PlannedEpic {
     pub entries: Vec<(String, Status)>,
 }
 
-/// Builds the plan of an epics document, in its order: a story whose file
-/// `<stories_dir>/<key>.md` exists is floored at `ready-for-dev`.
+/// Builds the plan of an epics document as BMad's `sprint_plan.py generate` reads it (epics in
+/// numeric order, keys derived as BMad derives them, a repeated story heading once): a story
+/// whose file `<stories_dir>/<key>.md` exists is floored at `ready-for-dev`.
 pub fn planned_from(epics: &Epics, stories_dir: &Path) -> Vec<PlannedEpic> {
     let list: Vec<(String, Vec<String>)> = epics
+        .plan
         .epics
         .iter()
-        .map(|e| {
+        .map(|(n, stories)| {
             (
-                e.number.clone(),
-                e.stories.iter().map(|s| s.key.clone()).collect(),
+                n.to_string(),
+                stories.iter().map(|s| s.key.clone()).collect(),
             )
         })
         .collect();
     planned(&list, |k| stories_dir.join(format!("{k}.md")).is_file())
+}
+
+/// What planning skips in an epics document, one line each with its file and line: repeated
+/// story headings and headings that mention an epic or a story but fail BMad's patterns.
+pub fn plan_warnings(epics: &Epics) -> Vec<String> {
+    let p = &epics.plan;
+    p.duplicates
+        .iter()
+        .map(|d| {
+            format!(
+                "{}:{}: story `{}` is written twice (first at {}:{}); planned once",
+                d.file, d.line, d.key, d.first.0, d.first.1
+            )
+        })
+        .chain(p.unparsed.iter().map(|(f, l, t)| {
+            format!(
+                "{f}:{l}: `{t}` reads like an epic or story heading but is not one; not planned"
+            )
+        }))
+        .collect()
 }
 
 /// Builds the plan: for each `(epic number, story keys)`, the epic, its stories and its
@@ -82,6 +104,15 @@ pub struct PlanReport {
     pub orphans: Vec<(String, String)>,
     /// Keys present and left as they were.
     pub kept: usize,
+    /// Stories whose title changed in the epics document, matched on their epic-story number:
+    /// the key in the file (kept, with its status) and the key the new title gives.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub renamed: Vec<(String, String)>,
+    /// What the epics document holds that planning skipped: repeated story headings (the first
+    /// is kept, as BMad keeps it) and headings that mention an epic or a story but fail the
+    /// patterns, each with its file and line.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Why planning failed; the file is unchanged.
@@ -296,62 +327,88 @@ pub fn plan_sprint(
         .first()
         .map(|e| " ".repeat(indent_of(&text[line_start(&text, e.line)..])))
         .unwrap_or_else(|| "  ".to_owned());
-    let mut inserts: Vec<(usize, String)> = Vec::new();
-    let mut tail = String::new();
-    for epic in plan {
-        let Some(epic_id) = epic.entries.first().and_then(|(k, _)| classify(k).epic()) else {
+    // A story the epics document renamed: a new key whose epic-story number is that of a story
+    // in the file the plan no longer names. The story in the file keeps its key and status (its
+    // story file and branch carry that key) and the rename is reported; it is never added again.
+    let named: std::collections::HashSet<&str> = plan
+        .iter()
+        .flat_map(|e| e.entries.iter().map(|(k, _)| k.as_str()))
+        .collect();
+    let mut renamed_to: std::collections::HashMap<String, String> = Default::default();
+    for (k, _) in plan.iter().flat_map(|e| e.entries.iter()) {
+        if fresh.sprint().get(k).is_some() {
+            continue;
+        }
+        let KeyKind::Story { .. } = classify(k) else {
             continue;
         };
-        let of_epic = |k: &str| classify(k).epic().as_ref() == Some(&epic_id);
-        let existing: Vec<_> = fresh
-            .scan
+        let old = fresh.scan.entries.iter().find(|e| {
+            !named.contains(e.key.as_str())
+                && classify(&e.key) == classify(k)
+                && !renamed_to.values().any(|o| *o == e.key)
+        });
+        if let Some(old) = old {
+            report.renamed.push((old.key.clone(), k.clone()));
+            renamed_to.insert(k.clone(), old.key.clone());
+        }
+    }
+    // Where a planned key stands in the file: its own entry, or the entry it was renamed from.
+    let entry_of = |k: &str| {
+        let k = renamed_to.get(k).map_or(k, String::as_str);
+        fresh.scan.entries.iter().find(|e| e.key == k)
+    };
+    let mut inserts: Vec<(usize, String)> = Vec::new();
+    let mut tail = String::new();
+    for (ei, epic) in plan.iter().enumerate() {
+        let new: Vec<(usize, &(String, Status))> = epic
             .entries
             .iter()
-            .filter(|e| of_epic(&e.key))
-            .collect();
-        let new: Vec<&(String, Status)> = epic
-            .entries
-            .iter()
-            .filter(|(k, _)| fresh.sprint().get(k).is_none())
+            .enumerate()
+            .filter(|(_, (k, _))| entry_of(k).is_none())
             .collect();
         if new.is_empty() {
             continue;
         }
-        for (k, s) in &new {
+        for (_, (k, s)) in &new {
             report.added.push((k.clone(), s.as_str().to_owned()));
         }
-        if existing.is_empty() {
+        if new.len() == epic.entries.len() {
+            // A new epic goes before the next epic of the plan the file has, or at the end.
             let block = PlannedEpic {
-                entries: new.into_iter().cloned().collect(),
+                entries: new.into_iter().map(|(_, e)| e.clone()).collect(),
             };
-            tail.push('\n');
-            tail.push_str(&entry_lines(&block, &indent));
+            let next = plan[ei + 1..]
+                .iter()
+                .find_map(|e| e.entries.iter().find_map(|(k, _)| entry_of(k)));
+            match next {
+                Some(n) => inserts.push((
+                    line_start(&text, n.line),
+                    format!("{}\n", entry_lines(&block, &indent)),
+                )),
+                None => {
+                    tail.push('\n');
+                    tail.push_str(&entry_lines(&block, &indent));
+                }
+            }
             continue;
         }
-        // Stories and the epic line go after the epic's last non-retrospective entry; a missing
-        // retrospective goes after the epic's last entry.
-        let is_retro = |k: &str| matches!(classify(k), KeyKind::Retrospective { .. });
-        let anchor_body = existing
-            .iter()
-            .rfind(|e| !is_retro(&e.key))
-            .or(existing.last())
-            .map(|e| entry_end(&text, e.line));
-        let anchor_last = existing.last().map(|e| entry_end(&text, e.line));
-        let mut body = String::new();
-        let mut retro = String::new();
-        for (k, s) in &new {
+        // A new key of a known epic goes right after the key the epics document puts before it
+        // (its epic line, the story before it), as BMad's `generate` orders them; before the
+        // next one when none before it is in the file.
+        for (i, (k, s)) in new {
             let line = format!("{indent}{k}: {}\n", s.as_str());
-            if is_retro(k) {
-                retro.push_str(&line);
-            } else {
-                body.push_str(&line);
-            }
-        }
-        if let (Some(at), false) = (anchor_body, body.is_empty()) {
-            inserts.push((at, body));
-        }
-        if let (Some(at), false) = (anchor_last, retro.is_empty()) {
-            inserts.push((at, retro));
+            let before = epic.entries[..i]
+                .iter()
+                .rev()
+                .find_map(|(p, _)| entry_of(p));
+            let at = match before {
+                Some(b) => entry_end(&text, b.line),
+                None => match epic.entries[i + 1..].iter().find_map(|(n, _)| entry_of(n)) {
+                    Some(n) => line_start(&text, n.line),
+                    None => continue,
+                },
+            };
+            inserts.push((at, line));
         }
     }
     if !tail.is_empty() {
@@ -362,14 +419,11 @@ pub fn plan_sprint(
         }
         inserts.push((at, t));
     }
-    // Orphans: interpreted keys the plan does not name.
-    let named: std::collections::HashSet<&str> = plan
-        .iter()
-        .flat_map(|e| e.entries.iter().map(|(k, _)| k.as_str()))
-        .collect();
+    // Orphans: interpreted keys the plan does not name (and no new key renamed).
     for e in &fresh.sprint().entries {
         let kind = e.key.kind();
-        if kind.epic().is_some() && !named.contains(e.key.as_str()) {
+        let renamed = report.renamed.iter().any(|(old, _)| old == e.key.as_str());
+        if kind.epic().is_some() && !named.contains(e.key.as_str()) && !renamed {
             report
                 .orphans
                 .push((e.key.as_str().to_owned(), e.raw.clone().unwrap_or_default()));

@@ -732,6 +732,7 @@ impl CliWorker {
                         text = text.replace(s.as_str(), "***");
                     }
                 }
+                let text = baton_core::secrets::redact(&text);
                 if writeln!(f, "{text}").is_err() {
                     raw = None;
                 }
@@ -864,6 +865,7 @@ impl CliWorker {
         for s in &secrets {
             stderr = stderr.replace(s.as_str(), "***");
         }
+        let stderr = baton_core::secrets::redact(&stderr).into_owned();
         if !stderr.trim().is_empty() {
             transcript.write("stderr", serde_json::json!({ "tail": stderr }));
         }

@@ -23,8 +23,44 @@ pub struct Paths {
     pub planning: PathBuf,
     /// `sprint-status.yaml`.
     pub sprint_status: PathBuf,
-    /// The story folder.
+    /// The story folder (BMad's implementation folder).
     pub stories: PathBuf,
+    /// The slug of a new quick spec's name, `tech-spec-{slug}.md` (the idea's, as BMad's quick
+    /// flow slugs its spec's title); the project folder's name when `None`.
+    pub spec_slug: Option<String>,
+}
+
+/// The quick spec of tiers 0–1, where BMad's quick flow keeps it: `tech-spec-{slug}.md` in the
+/// implementation folder (an existing one is taken, `tech-spec-wip.md` only when there is no
+/// other, archived ones never); else a `tech-spec*.md` baton wrote in the planning folder;
+/// else a new `tech-spec-{slug}.md` in the implementation folder.
+fn quick_spec(paths: &Paths, docs: &PlanningDocs) -> PathBuf {
+    let mut specs: Vec<String> = std::fs::read_dir(&paths.stories)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| n.starts_with("tech-spec-") && n.ends_with(".md") && !n.contains("-archived-"))
+        .collect();
+    specs.sort_by_key(|n| (n == "tech-spec-wip.md", n.clone()));
+    if let Some(found) = specs.first() {
+        return paths.stories.join(found);
+    }
+    if let Some(p) = &docs.quick_spec {
+        return p.clone();
+    }
+    let slug = match &paths.spec_slug {
+        Some(s) if !s.is_empty() => s.clone(),
+        _ => baton_core::plan::bmad::slug(
+            &paths
+                .root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "project".to_owned()),
+        ),
+    };
+    paths.stories.join(format!("tech-spec-{slug}.md"))
 }
 
 /// The final step number of BMad's workflow for each artifact written in the integer dialect.
@@ -52,10 +88,7 @@ pub fn artifact(paths: &Paths, docs: &PlanningDocs, step: PlanStep, date: &str) 
             .clone()
             .unwrap_or_else(|| dir.join(names::ARCHITECTURE)),
         PlanStep::Epics => docs.epics.clone().unwrap_or_else(|| dir.join(names::EPICS)),
-        PlanStep::QuickSpec => docs
-            .quick_spec
-            .clone()
-            .unwrap_or_else(|| dir.join(names::QUICK_SPEC)),
+        PlanStep::QuickSpec => quick_spec(paths, docs),
         PlanStep::Readiness => docs
             .readiness
             .last()

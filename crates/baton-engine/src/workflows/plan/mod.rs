@@ -11,6 +11,7 @@
 //! Sprint planning is code only (BMAD-FORMAT.md R5). Because the facts are the files, a run killed
 //! at any point resumes at its first incomplete step and never rewrites a complete artifact.
 
+mod artifact;
 pub mod facts;
 mod route;
 mod steps;
@@ -42,6 +43,7 @@ pub(crate) const INPUT_PROMPT: &str = include_str!("../../prompts/plan_input.md"
 pub(crate) const READINESS_PROMPT: &str = include_str!("../../prompts/plan_readiness.md");
 pub(crate) const RESUME_PROMPT: &str = include_str!("../../prompts/plan_resume.md");
 pub(crate) const ROUTER_PROMPT: &str = include_str!("../../prompts/plan_router.md");
+pub(crate) const RETRY_PROMPT: &str = include_str!("../../prompts/plan_retry.md");
 
 /// The file under the state directory that remembers the idea and the tier between runs.
 pub const STATE_FILE: &str = "plan.json";
@@ -338,7 +340,7 @@ async fn one_step(
 
 #[cfg(test)]
 mod tests {
-    use super::steps::{clean_body, steps_list};
+    use super::steps::{clean_body, steps_completed, steps_list};
     use super::*;
 
     #[test]
@@ -362,6 +364,23 @@ mod tests {
         std::fs::write(dir.path().join(STATE_FILE), "{").unwrap_or_else(|e| panic!("{e}"));
         let err = load_state(dir.path()).err().map(|e| e.to_string());
         assert!(err.is_some_and(|e| e.contains("plan.json")));
+    }
+
+    #[test]
+    fn a_list_of_step_files_stays_a_list_of_step_files() {
+        use baton_store::frontmatter::StepRef;
+        let found = [
+            StepRef::Name("step-01-init.md".into()),
+            StepRef::Name("step-02-discovery.md".into()),
+        ];
+        assert_eq!(
+            steps_completed(PlanStep::Prd, &found),
+            "['step-01-init.md', 'step-02-discovery.md', 'step-12-complete.md']"
+        );
+        assert_eq!(
+            steps_completed(PlanStep::Epics, &[StepRef::Int(1), StepRef::Int(2)]),
+            "[1, 2, 3, 4]"
+        );
     }
 
     #[test]

@@ -5,17 +5,19 @@
 //! only (BMAD-FORMAT.md R5).
 
 use super::{
-    INPUT_PROMPT, PlanError, PlanOptions, PlanState, READINESS_PROMPT, RESUME_PROMPT, STEP_PROMPT,
-    StepDone, facts, io_err, templates,
+    INPUT_PROMPT, PlanError, PlanOptions, PlanState, READINESS_PROMPT, RESUME_PROMPT, RETRY_PROMPT,
+    STEP_PROMPT, StepDone, artifact, facts, io_err, templates,
 };
 use crate::prompts::render;
 use crate::protocol::UnitKey;
 use crate::run::Run;
 use baton_agent::outcome::{Outcome, Status as AgentStatus};
+use baton_core::escalation::{Choice, EscalationKind};
 use baton_core::plan::check::{Finding, Severity, has_high};
 use baton_core::plan::docs::ReqKind;
 use baton_core::plan::pipeline::{PlanStep, Readiness, path};
-use baton_store::frontmatter::{Checkpoints, Document};
+use baton_core::story::Escalate;
+use baton_store::frontmatter::{Checkpoints, Document, StepRef};
 use baton_store::planning::{self, LoadedPlan, shown};
 use baton_store::sprint_file::plan::{PlanJournal, plan_sprint, planned_from};
 use std::io;
@@ -63,6 +65,35 @@ pub(super) fn steps_list(step: PlanStep) -> String {
     };
     let v: Vec<String> = (1..=last).map(|n| n.to_string()).collect();
     format!("[{}]", v.join(", "))
+}
+
+/// BMad's final step file of a step-file workflow, for a document whose `stepsCompleted` lists
+/// step file names (BMAD-FORMAT.md §4): the name that marks it complete.
+fn final_step_file(step: PlanStep) -> &'static str {
+    match step {
+        PlanStep::Prd => "step-12-complete.md",
+        PlanStep::Architecture => "step-08-complete.md",
+        PlanStep::Brief => "step-06-complete.md",
+        PlanStep::Epics => "step-04-final-validation.md",
+        PlanStep::Readiness => "step-06-final-assessment.md",
+        PlanStep::QuickSpec | PlanStep::SprintPlanning => "step-04-complete.md",
+    }
+}
+
+/// `stepsCompleted` of a finished document in the dialect found (BMAD-FORMAT.md R8): a list of
+/// step file names a BMad workflow began stays a list of names (what was there, then the final
+/// step's file); otherwise step numbers 1 through BMad's final step.
+pub(super) fn steps_completed(step: PlanStep, found: &[StepRef]) -> String {
+    if !found.iter().any(|s| matches!(s, StepRef::Name(_))) {
+        return steps_list(step);
+    }
+    let mut names: Vec<String> = found.iter().map(ToString::to_string).collect();
+    let last = final_step_file(step);
+    if !names.iter().any(|n| n == last) {
+        names.push(last.to_owned());
+    }
+    let quoted: Vec<String> = names.iter().map(|n| yaml_str(n)).collect();
+    format!("[{}]", quoted.join(", "))
 }
 
 fn yaml_str(s: &str) -> String {
@@ -213,6 +244,8 @@ pub(super) async fn agent_step(
     let paths = &opts.paths;
     let docs = planning::find(&paths.planning);
     let target = facts::artifact(paths, &docs, step, &opts.date);
+    // The progress list as another tool left it: its dialect is kept.
+    let found_steps = facts::doc_state(step, &target).1;
     let (template, _) = templates::template(&paths.root, template_name(step))
         .unwrap_or_else(|| (String::new(), templates::Source::Bundled));
     let template = render(&template, &[("project", &opts.project)]);
@@ -286,18 +319,53 @@ pub(super) async fn agent_step(
             ("path", &shown_target),
         ],
     );
-    let unit = run.unit(UnitKey::PlanStep(step.name().to_owned()));
-    let outcome = run.run_agent(&unit, step.role(), &task).await;
-    if outcome.status != AgentStatus::Completed {
-        return Ok(Err(Unproduced(ended(&outcome))));
-    }
-    let mut body = clean_body(&outcome.summary);
-    if body.trim().is_empty() {
-        return Ok(Err(Unproduced(format!(
-            "{} answered with an empty document",
-            outcome.agent
-        ))));
-    }
+    let unit_key = UnitKey::PlanStep(step.name().to_owned());
+    let unit = run.unit(unit_key.clone());
+    // The answer is checked before anything is written: the document, not a conversation about
+    // it. A failed check is given back once with its reason; a second one is escalated and the
+    // artifact is not written (so never marked complete).
+    let mut attempt = task.clone();
+    let mut retried = false;
+    let mut cost_usd = 0.0;
+    let mut body = loop {
+        let outcome = run.run_agent(&unit, step.role(), &attempt).await;
+        cost_usd += outcome.cost_usd;
+        if outcome.status != AgentStatus::Completed {
+            return Ok(Err(Unproduced(ended(&outcome))));
+        }
+        let body = clean_body(&outcome.summary);
+        let problem = if body.trim().is_empty() {
+            Some("the answer is empty".to_owned())
+        } else {
+            artifact::check(&template, &body).err()
+        };
+        let Some(reason) = problem else {
+            break body;
+        };
+        if !retried {
+            retried = true;
+            attempt = format!(
+                "{task}\n\n{}",
+                render(RETRY_PROMPT, &[("reason", &reason)]).trim_end()
+            );
+            continue;
+        }
+        let finding = format!(
+            "{} answered twice with something that is not the {}: {reason}; nothing was written",
+            outcome.agent,
+            artifact_name(step)
+        );
+        let escalation = Escalate {
+            kind: EscalationKind::Agent,
+            title: format!("the {step} step produced no document"),
+            finding: finding.clone(),
+            choices: vec![Choice::Retry, Choice::Abort],
+        };
+        run.raise(&unit_key, escalation.title.clone(), &escalation, 0)
+            .await
+            .map_err(|e| PlanError::Run(e.to_string()))?;
+        return Ok(Err(Unproduced(finding)));
+    };
     let mut verdict = None;
     let mut capped = false;
     let mut findings = Vec::new();
@@ -331,7 +399,7 @@ pub(super) async fn agent_step(
     let inputs_yaml: Vec<String> = input_paths.iter().map(|p| yaml_str(p)).collect();
     let mut front = format!(
         "---\nstepsCompleted: {}\nworkflowType: {}\ninputDocuments: [{}]\nstatus: complete\nproject_name: {}\ndate: {}\n",
-        steps_list(step),
+        steps_completed(step, &found_steps),
         yaml_str(step.workflow_type()),
         inputs_yaml.join(", "),
         yaml_str(&opts.project),
@@ -361,6 +429,6 @@ pub(super) async fn agent_step(
         capped,
         findings,
         sprint: None,
-        cost_usd: outcome.cost_usd,
+        cost_usd,
     }))
 }

@@ -92,8 +92,8 @@ impl EscalationLog for SqliteJournal {
                 params![
                     esc.run_id,
                     esc.key,
-                    esc.title,
-                    esc.finding,
+                    baton_core::secrets::redact(&esc.title),
+                    baton_core::secrets::redact(&esc.finding),
                     options,
                     esc.answer,
                     esc.created_at,

@@ -62,7 +62,7 @@ impl SqliteJournal {
                     r.kind,
                     r.tool,
                     r.path,
-                    r.detail,
+                    baton_core::secrets::redact(&r.detail),
                     r.exit_code
                 ],
             )?;

@@ -7,6 +7,7 @@
 
 use super::SqliteJournal;
 use crate::journal::{JournalError, RunEvents, StoredEvent};
+use baton_core::secrets::redact;
 use rusqlite::params;
 
 impl RunEvents for SqliteJournal {
@@ -17,6 +18,7 @@ impl RunEvents for SqliteJournal {
         scope_json: &str,
         body_json: &str,
     ) -> Result<i64, JournalError> {
+        let (scope_json, body_json) = (redact(scope_json), redact(body_json));
         self.write(|tx| {
             tx.prepare_cached(
                 "INSERT INTO run_events (run_id, at, scope, body) VALUES (?1, ?2, ?3, ?4)",

@@ -88,7 +88,7 @@ impl RunLog for SqliteJournal {
         self.write(|tx| {
             tx.execute(
                 "UPDATE runs SET ended_at = ?2, status = ?3, reason = ?4 WHERE id = ?1",
-                params![id, at, status, reason],
+                params![id, at, status, baton_core::secrets::redact(reason)],
             )?;
             Ok(())
         })
@@ -135,7 +135,7 @@ impl RunLog for SqliteJournal {
                     step.outcome,
                     step.started_at,
                     step.ended_at,
-                    step.detail
+                    step.detail.as_deref().map(baton_core::secrets::redact)
                 ],
             )?;
             Ok(tx.last_insert_rowid())
@@ -155,7 +155,7 @@ impl RunLog for SqliteJournal {
             tx.execute(
                 "UPDATE steps SET ended_at = ?2, outcome = ?3, detail = COALESCE(?4, detail)
                  WHERE id = ?1",
-                params![id, at, outcome, detail],
+                params![id, at, outcome, detail.map(baton_core::secrets::redact)],
             )?;
             Ok(())
         })

@@ -107,7 +107,7 @@ impl StatusEvents for SqliteJournal {
                     event.key,
                     event.from,
                     event.to,
-                    event.reason,
+                    baton_core::secrets::redact(&event.reason),
                     event.forced,
                     event.run_id,
                 ])?;
