@@ -2009,3 +2009,41 @@ fn fixed_a_story_done_by_an_answer_is_not_committed() {
         "the done status is not committed"
     );
 }
+
+#[test]
+fn a_parked_story_whose_marker_a_rewrite_dropped_is_not_worked_again() {
+    let p = sprint_project(Toml::default(), &Script::new().straight(K2));
+    baton(
+        &p,
+        &[
+            "set",
+            K1,
+            "needs-intervention",
+            "--note",
+            "max review rounds",
+        ],
+    )
+    .expect_code(0);
+    // BMad's sprint planning rewrites the file and drops every comment: the line says
+    // `backlog` again, which the journal knows is a parked story.
+    let rewritten: String = p
+        .read_sprint()
+        .lines()
+        .map(|l| match l.split_once("  #") {
+            Some((kept, _)) => format!("{kept}\n"),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    assert!(
+        rewritten.contains(&format!("{K1}: backlog\n")),
+        "{rewritten}"
+    );
+    p.write(SPRINT_REL, &rewritten);
+    let (_, report, run) = sprint_json(&p, &["--yolo", "--batch", "1"], 0);
+    assert_eq!(reported_keys(&report), [K2], "{report:#}\n{}", run.stderr);
+    assert!(
+        transitions(&p, K1)
+            .iter()
+            .all(|(_, to)| to == "needs-intervention")
+    );
+}

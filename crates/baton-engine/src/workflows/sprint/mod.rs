@@ -137,9 +137,19 @@ fn select(run: &RunCtx) -> Result<Vec<String>, EngineError> {
             }
             return Ok(keys.clone());
         }
+        // A story baton parked whose `# baton:` marker a rewrite dropped (BMad's own sprint
+        // planning regenerates the file) is still parked: the journal knows.
+        let parked: std::collections::BTreeSet<String> = l
+            .audit()?
+            .into_iter()
+            .filter(|d| d.journal == Status::NeedsIntervention.as_str())
+            .map(|d| d.key)
+            .collect();
+        let sprint = l.doc().sprint();
         Ok(sprint
             .unique()
             .filter(|e| matches!(e.key.kind(), KeyKind::Story { .. }))
+            .filter(|e| !parked.contains(e.key.as_str()))
             .filter(|e| match e.effective() {
                 StatusValue::Known(s) => s != Status::Done && s != Status::NeedsIntervention,
                 _ => false,
