@@ -8,9 +8,7 @@ use crate::cli::InitArgs;
 use crate::commands::Code;
 use crate::config;
 use anyhow::{Context, Result};
-use baton_store::ledger::Now;
 use baton_store::locate::{self, Layout};
-use baton_store::sprint_file::SprintDoc;
 use serde::Serialize;
 use std::fs;
 use std::path::Path;
@@ -273,10 +271,17 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
         super::sprint_plan::plan(root, &cfg)?;
         created.push(rel(&cfg.sprint_status));
     } else {
-        let now = Now::system().stamp.to_string();
-        let text = skeleton(&project, &rel(&cfg.stories), &now);
-        SprintDoc::create(&cfg.sprint_status, &text)?;
-        created.push(rel(&cfg.sprint_status));
+        // No epics yet: no sprint file. One without stories is one BMad's validate rejects, and
+        // BMad's sprint planning (or `baton sprint-plan`) writes it from the epics; the finding
+        // that none was found (from the search above) says where.
+        if let Some(line) = found
+            .iter_mut()
+            .find(|f| f.starts_with("no sprint file found"))
+        {
+            line.push_str(
+                " from the epics once they exist (`baton plan`, then `baton sprint-plan`)",
+            );
+        }
     }
     let report = Report {
         root: root.display().to_string(),
@@ -324,8 +329,12 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
     }
     if report.created.is_empty() {
         println!("nothing changed");
-    } else {
+    } else if cfg.sprint_status.is_file() {
         println!("next: `baton status` shows the board");
+    } else {
+        println!(
+            "next: `baton plan \"your idea\"` plans the project and writes the sprint file (or `baton sprint-plan` from epics you have)"
+        );
     }
     Ok(Code::Ok)
 }

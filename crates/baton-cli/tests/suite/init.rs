@@ -5,13 +5,12 @@ use super::common::{Project, SPRINT_REL, parse_json, snapshot, sprint};
 use serde_json::Value;
 
 #[test]
-fn init_on_an_empty_dir_creates_config_state_and_skeleton() {
+fn init_on_an_empty_dir_creates_config_and_state_and_no_sprint_file_without_epics() {
     let p = Project::empty();
     let out = p.ok(&["init"]);
     assert!(p.root().join("baton.toml").is_file(), "{}", out.describe());
     assert!(p.root().join(".baton").is_dir());
-    assert!(p.sprint_path().is_file());
-    for created in ["baton.toml", ".baton/", SPRINT_REL] {
+    for created in ["baton.toml", ".baton/"] {
         assert!(
             out.stdout.contains(&format!("created  {created}")),
             "reports creating `{created}`\n{}",
@@ -20,14 +19,25 @@ fn init_on_an_empty_dir_creates_config_state_and_skeleton() {
     }
     assert!(out.stdout.contains("greenfield"), "{}", out.describe());
     assert!(!out.stdout.contains("brownfield"), "{}", out.describe());
-
-    let skeleton = p.read_sprint();
-    assert!(skeleton.contains("\ndevelopment_status:\n"), "{skeleton}");
+    // A sprint file without stories is one BMad's validate rejects: none is written until there
+    // are epics, and `init` says how one will come.
+    assert!(!p.sprint_path().exists());
+    assert!(
+        out.stdout.contains("no sprint file found") && out.stdout.contains("baton sprint-plan"),
+        "{}",
+        out.describe()
+    );
+    // Once there are epics, `init` plans the sprint from them.
+    p.write(
+        "_bmad-output/planning-artifacts/epics.md",
+        "# Epics\n\n## Epic 1: Counting\n\n### Story 1.1: Count words\n\nAs a user, I count.\n",
+    );
+    let again = p.ok(&["init"]);
+    assert!(p.sprint_path().is_file(), "{}", again.describe());
     let name = p.root().file_name().unwrap().to_string_lossy().into_owned();
     let status = p.status_json();
     assert_eq!(status["project"], Value::String(name));
     assert_eq!(status["valid"], true);
-    assert_eq!(status["entries"], Value::Array(vec![]));
     p.ok(&["status", "--validate"]);
     // The commented template parses to the defaults: the sprint file is where BMad puts it.
     assert_eq!(status["file"], p.sprint_path().display().to_string());
@@ -57,7 +67,7 @@ fn init_twice_changes_nothing() {
     assert!(!out.stdout.contains("created"), "{}", out.describe());
     let v = parse_json(&p.ok(&["init", "--json"]));
     assert_eq!(v["created"], Value::Array(vec![]));
-    assert_eq!(v["kept"].as_array().map(Vec::len), Some(3), "{v}");
+    assert_eq!(v["kept"].as_array().map(Vec::len), Some(2), "{v}");
 }
 
 #[test]
@@ -170,10 +180,7 @@ fn init_json_reports_kind_signals_and_what_it_created() {
         v["signals"],
         serde_json::json!(["directory `lib/` exists", "`go.mod` exists"])
     );
-    assert_eq!(
-        v["created"],
-        serde_json::json!(["baton.toml", ".baton/", SPRINT_REL])
-    );
+    assert_eq!(v["created"], serde_json::json!(["baton.toml", ".baton/"]));
     assert_eq!(v["root"], p.root().display().to_string());
 }
 
@@ -228,7 +235,12 @@ fn a_project_named_like_yaml_syntax_gets_a_sprint_file_that_reads_back() {
     let p = Project::empty();
     for name in ["null", "#x", "app: two", "@acme", "2024"] {
         let root = p.root().join(name);
-        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(root.join("_bmad-output/planning-artifacts")).unwrap();
+        std::fs::write(
+            root.join("_bmad-output/planning-artifacts/epics.md"),
+            "# Epics\n\n## Epic 1: One\n\n### Story 1.1: First\n\nAs a user, I start.\n",
+        )
+        .unwrap();
         let init = super::common::run_in(&root, &["init"]);
         assert_eq!(init.code, Some(0), "{name}: {}", init.describe());
         let status = super::common::run_in(&root, &["status", "--validate"]);
