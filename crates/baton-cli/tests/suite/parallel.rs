@@ -727,3 +727,85 @@ fn setting_an_unmergeable_branch_aside_keeps_it_renamed_and_starts_the_story_ove
     assert_eq!(statuses(&p)[key.as_str()], "backlog");
     assert!(super::sprint::open_escalations(&p).is_empty());
 }
+
+#[test]
+fn tests_that_fail_on_the_updated_branch_get_a_merge_fix_round_committed_as_such() {
+    // Each story alone passes; together they need a reconciling change the test command checks.
+    let test = r#"test_command = ["sh", "-c", "test -f tests-pass && { [ ! -f src/a-feature ] || [ ! -f src/b-feature ] || [ -f reconciled ]; }"]"#;
+    let mut script = Script::new();
+    for (key, feature) in [(A1, "src/a-feature"), (B1, "src/b-feature")] {
+        let dev = Script::new().develop(key, true);
+        let mut first = dev.turns[0].clone();
+        if let Some(calls) = first["tool_calls"].as_array_mut() {
+            calls.push(call(
+                "write_file",
+                json!({ "path": feature, "content": "on\n" }),
+            ));
+        }
+        script = script.create(key).raw(first).raw(dev.turns[1].clone());
+        script = review_pass(script, key).turn(
+            "developer",
+            &re(&format!(
+                "Fix story `{key}` after its merge update, merge fix round 1 (mode: merge)"
+            )),
+            "Reconciling both features.",
+            vec![call(
+                "write_file",
+                json!({ "path": "reconciled", "content": "both\n" }),
+            )],
+        );
+    }
+    script = script.turn(
+        "developer",
+        &format!("^wrote [0-9]+ bytes to {}", re("`reconciled`")),
+        "Reconciled.",
+        vec![],
+    );
+    let p = project(&script, "");
+    let toml = std::fs::read_to_string(p.root().join("baton.toml")).expect("toml");
+    p.write(
+        "baton.toml",
+        &toml.replace(r#"test_command = ["cat", "tests-pass"]"#, test),
+    );
+    git(
+        p.root(),
+        &[
+            "commit",
+            "-qam",
+            "a test command that needs both features reconciled",
+        ],
+    );
+    // A shell test command is the project's own choice: trusted, not narrowed away.
+    super::sprint::baton(&p, &["trust"]).expect_code(0);
+    let (events, report, run) = sprint_json(
+        &p,
+        &[
+            "--yolo",
+            "--parallel",
+            "2",
+            "--stories",
+            &format!("{A1},{B1}"),
+        ],
+        0,
+    );
+    assert_eq!(report["completed"], 2, "{report:#}\n{}", run.stderr);
+    let failed: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "tests" && e["passed"] == false)
+        .map(|e| s(e, "key"))
+        .collect();
+    assert_eq!(
+        failed.len(),
+        1,
+        "one failing test run on an updated branch: {failed:?}"
+    );
+    let second = failed[0];
+    let all = subjects(&p);
+    let want: Vec<String> = ["create", "dev", "review passed", "merge fix round 1"]
+        .iter()
+        .map(|w| format!("story({}): {w}", short(second)))
+        .collect();
+    assert_eq!(story_subjects(&all, second), want, "{all:?}");
+    assert!(p.root().join("reconciled").is_file());
+    assert_eq!(branches(&p), ["main"]);
+}
