@@ -809,3 +809,92 @@ fn tests_that_fail_on_the_updated_branch_get_a_merge_fix_round_committed_as_such
     assert!(p.root().join("reconciled").is_file());
     assert_eq!(branches(&p), ["main"]);
 }
+
+#[test]
+fn ctrl_c_cancels_every_story_in_flight_and_the_next_run_resumes_them_in_their_worktrees() {
+    use std::os::unix::process::CommandExt;
+    // Both reviewers take far longer than the test waits: Ctrl-C lands with two in flight.
+    let stalled = |key: &str| {
+        json!({
+            "agent": "reviewer", "repeat": true,
+            "match": re(&format!("Review story `{key}`, review round 1 (mode:")),
+            "text": pass_verdict("late"), "delay_ms": 600_000,
+        })
+    };
+    let mut script = Script::new();
+    for key in [A1, B1] {
+        script = script.create(key).develop(key, true).raw(stalled(key));
+    }
+    let p = project(&script, "");
+    let stories = format!("{A1},{B1}");
+    let mut cmd = super::sprint::command(
+        &p,
+        &["sprint", "--yolo", "--parallel", "2", "--stories", &stories],
+    );
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    let mut child = cmd.spawn().expect("spawn baton");
+    let started = std::time::Instant::now();
+    loop {
+        let st = statuses(&p);
+        if st[A1] == "review" && st[B1] == "review" {
+            break;
+        }
+        assert!(
+            child.try_wait().expect("try_wait").is_none(),
+            "the run ended before both stories were in review"
+        );
+        assert!(
+            started.elapsed() < super::sprint::HANG_GUARD,
+            "never both in review"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let ok = std::process::Command::new("kill")
+        .args(["-s", "INT", "--", &format!("-{}", child.id())])
+        .status()
+        .expect("kill(1)")
+        .success();
+    assert!(ok, "could not signal the process group");
+    let t = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            t.elapsed() < super::sprint::HANG_GUARD,
+            "Ctrl-C did not stop the run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(1), "a cancelled run exits 1");
+    // Both stopped where they were, each in its worktree.
+    let st = statuses(&p);
+    assert_eq!((st[A1].as_str(), st[B1].as_str()), ("review", "review"));
+    assert_eq!(worktrees(&p), 3);
+    assert_eq!(
+        branches(&p),
+        [
+            format!("baton/{A1}"),
+            format!("baton/{B1}"),
+            "main".to_owned()
+        ]
+    );
+    // With reviewers that answer, the next run finishes both from there.
+    let mut fast = Script::new();
+    for key in [A1, B1] {
+        fast = review_pass(fast, key);
+    }
+    fast.install(&p);
+    let (_, report, run) =
+        sprint_json(&p, &["--yolo", "--parallel", "2", "--stories", &stories], 0);
+    assert_eq!(report["completed"], 2, "{report:#}\n{}", run.stderr);
+    for key in [A1, B1] {
+        assert_eq!(transitions(&p, key), pairs(&STRAIGHT), "journal of {key}");
+    }
+    assert_eq!(branches(&p), ["main"]);
+    assert_eq!(worktrees(&p), 1);
+    assert_eq!(dirty(&p), Vec::<String>::new());
+}
