@@ -354,15 +354,18 @@ impl StoryCtx {
         outcome
     }
 
-    /// The short name of the story in commit subjects (`1-2` of `1-2-login`).
-    fn short(&self) -> String {
-        self.key.split('-').take(2).collect::<Vec<_>>().join("-")
+    /// The subject of the story's stage commit `what` (`story(1-2): dev` of `1-2-login`).
+    pub fn subject(&self, what: &str) -> String {
+        let short = self.key.split('-').take(2).collect::<Vec<_>>().join("-");
+        format!("story({short}): {what}")
     }
 
     /// Commits the story's stage `what` (`story(1-2): dev`).
     pub async fn commit(&self, what: &str) {
-        let message = format!("story({}): {what}", self.short());
-        self.run.run.commit(Some(&self.unit), message).await;
+        self.run
+            .run
+            .commit(Some(&self.unit), self.subject(what))
+            .await;
     }
 
     /// The branch of the story's own worktree (empty when it works in the main tree).

@@ -77,6 +77,37 @@ fn check_branch(name: &str) -> Result<(), GitError> {
     Ok(())
 }
 
+impl Git {
+    /// The repository's worktrees (the main tree first), as `git worktree list` reports them.
+    pub async fn worktrees(&self) -> Result<Vec<WorktreeInfo>, GitError> {
+        let out = self.run(&["worktree", "list", "--porcelain", "-z"]).await?;
+        let mut list = Vec::new();
+        let mut cur: Option<WorktreeInfo> = None;
+        for field in out.split('\0') {
+            if field.is_empty() {
+                list.extend(cur.take());
+                continue;
+            }
+            if let Some(p) = field.strip_prefix("worktree ") {
+                list.extend(cur.take());
+                cur = Some(WorktreeInfo {
+                    path: PathBuf::from(p),
+                    branch: None,
+                    prunable: false,
+                });
+            } else if let Some(c) = cur.as_mut() {
+                if let Some(b) = field.strip_prefix("branch ") {
+                    c.branch = Some(b.strip_prefix("refs/heads/").unwrap_or(b).to_owned());
+                } else if field.starts_with("prunable") {
+                    c.prunable = true;
+                }
+            }
+        }
+        list.extend(cur);
+        Ok(list)
+    }
+}
+
 impl Workspace {
     /// A workspace on `branch` in a git worktree at `dir`, confined by a sandbox of the same
     /// rules rooted there: the same deny patterns and every protected path (the sprint file,
@@ -173,34 +204,7 @@ impl Workspace {
 
     /// The repository's worktrees (the main tree first).
     pub async fn worktrees(&self) -> Result<Vec<WorktreeInfo>, GitError> {
-        let out = self
-            .git
-            .run(&["worktree", "list", "--porcelain", "-z"])
-            .await?;
-        let mut list = Vec::new();
-        let mut cur: Option<WorktreeInfo> = None;
-        for field in out.split('\0') {
-            if field.is_empty() {
-                list.extend(cur.take());
-                continue;
-            }
-            if let Some(p) = field.strip_prefix("worktree ") {
-                list.extend(cur.take());
-                cur = Some(WorktreeInfo {
-                    path: PathBuf::from(p),
-                    branch: None,
-                    prunable: false,
-                });
-            } else if let Some(c) = cur.as_mut() {
-                if let Some(b) = field.strip_prefix("branch ") {
-                    c.branch = Some(b.strip_prefix("refs/heads/").unwrap_or(b).to_owned());
-                } else if field.starts_with("prunable") {
-                    c.prunable = true;
-                }
-            }
-        }
-        list.extend(cur);
-        Ok(list)
+        self.git.worktrees().await
     }
 
     /// Forgets worktrees whose directory is gone (left by a killed run or removed by hand).

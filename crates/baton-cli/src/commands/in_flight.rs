@@ -3,11 +3,13 @@
 //! event the journal holds for it: working, waiting in the merge lane and its place there,
 //! rebasing, in a merge fix round, testing, or kept). Read from another process than the run's.
 
+use baton_agent::workspace::git::Git;
 use baton_store::journal::{RunEvents, SqliteJournal};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+#[cfg(test)]
+use std::process::Command;
 
 /// How many of the newest journal events are read for the stories' merge phases.
 const RECENT_EVENTS: usize = 5_000;
@@ -31,33 +33,31 @@ pub struct InFlight {
 /// The stories of the project at `root` in worktrees of their own, by key; the journal is only
 /// opened (`journal`) when there are some.
 pub fn list(root: &Path, journal: impl FnOnce() -> Option<SqliteJournal>) -> Vec<InFlight> {
-    let Ok(out) = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["worktree", "list", "--porcelain", "-z"])
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
     else {
         return Vec::new();
     };
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut trees = Vec::new();
-    let mut path: Option<String> = None;
-    for field in text.split('\0') {
-        if let Some(p) = field.strip_prefix("worktree ") {
-            path = Some(p.to_owned());
-        } else if let Some(b) = field.strip_prefix("branch refs/heads/baton/")
-            && let Some(p) = path.take()
-        {
-            let rel = Path::new(&p)
-                .strip_prefix(root)
-                .map(|r| r.display().to_string())
-                .unwrap_or(p.clone());
-            trees.push((b.to_owned(), rel));
-        }
-    }
+    let Ok(listed) = rt.block_on(Git::new(root, Vec::new()).worktrees()) else {
+        return Vec::new();
+    };
+    let canonical = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let trees: Vec<(String, String)> = listed
+        .into_iter()
+        .filter_map(|w| {
+            let key = w.branch.as_deref()?.strip_prefix("baton/")?.to_owned();
+            let rel = w
+                .path
+                .strip_prefix(&canonical)
+                .or_else(|_| w.path.strip_prefix(root))
+                .map_or_else(
+                    |_| w.path.display().to_string(),
+                    |r| r.display().to_string(),
+                );
+            Some((key, rel))
+        })
+        .collect();
     if trees.is_empty() {
         return Vec::new();
     }

@@ -95,6 +95,18 @@ fn developer() -> baton_agent::AgentDef {
     .unwrap()
 }
 
+/// The CLI run's raw stream shows baton's hook refusing the write to `target`, and nothing
+/// changed.
+fn assert_refused_by_the_hook(out: &baton_agent::outcome::Outcome, target: &Path) {
+    let raw = std::fs::read_to_string(stream_path(out.transcript.as_ref().unwrap())).unwrap();
+    assert!(
+        raw.contains("PreToolUse:Write") && raw.contains("baton policy:"),
+        "no refusal by baton's hook in the stream for {}:\n{raw}",
+        target.display()
+    );
+    assert!(out.files_changed.is_empty(), "{out:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_policy_hook_refuses_the_sprint_file_and_paths_outside_the_workspace() {
     let Some(program) = claude() else { return };
@@ -130,12 +142,7 @@ async fn the_policy_hook_refuses_the_sprint_file_and_paths_outside_the_workspace
             "{out:?}\n{}",
             shown.join("\n")
         );
-        assert!(
-            raw.contains("PreToolUse:Write") && raw.contains("baton policy:"),
-            "no refusal by baton's hook in the stream for {}:\n{raw}",
-            target.display()
-        );
-        assert!(out.files_changed.is_empty(), "{out:?}");
+        assert_refused_by_the_hook(&out, &target);
     }
     assert_eq!(
         p.read_sprint(),
@@ -428,13 +435,7 @@ async fn in_a_story_worktree_the_policy_hook_refuses_the_sprint_file_baton_toml_
                 task,
             })
             .await;
-        let raw = std::fs::read_to_string(stream_path(out.transcript.as_ref().unwrap())).unwrap();
-        assert!(
-            raw.contains("PreToolUse:Write") && raw.contains("baton policy:"),
-            "no refusal by baton's hook in the stream for {}:\n{raw}",
-            target.display()
-        );
-        assert!(out.files_changed.is_empty(), "{out:?}");
+        assert_refused_by_the_hook(&out, &target);
     }
     assert_eq!(
         p.read_sprint(),

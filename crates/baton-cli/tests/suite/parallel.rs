@@ -3,7 +3,7 @@
 //! (a conflict through a merge fix round; one the rounds cannot resolve escalated, its branch
 //! kept).
 
-use super::common::{Project, SPRINT_REL, s, utc_stamp};
+use super::common::{Project, Run, SPRINT_REL, s, utc_stamp};
 use super::sprint::{
     STORIES, STRAIGHT, Script, call, dirty, git, git_init, journal, pairs, pass_verdict, re, short,
     sprint_json, statuses, subjects, transitions,
@@ -109,6 +109,21 @@ fn resolve(script: Script, key: &str, resolution: &str) -> Script {
             "Resolved; no marker is left.",
             vec![],
         )
+}
+
+/// `baton sprint --yolo --parallel 2` on `1-1` and `2-1`, expecting exit `code`.
+fn both_at_once(p: &Project, code: i32) -> (Vec<serde_json::Value>, serde_json::Value, Run) {
+    sprint_json(
+        p,
+        &[
+            "--yolo",
+            "--parallel",
+            "2",
+            "--stories",
+            &format!("{A1},{B1}"),
+        ],
+        code,
+    )
 }
 
 fn review_pass(script: Script, key: &str) -> Script {
@@ -337,6 +352,10 @@ fn a_conflict_the_rounds_cannot_resolve_escalates_and_keeps_its_branch_while_oth
     assert_eq!(flying[0]["key"], stuck_key);
     assert_eq!(flying[0]["phase"], "kept");
     assert_eq!(flying[0]["branch"], branch);
+    assert_eq!(
+        flying[0]["worktree"],
+        format!(".baton/worktrees/{stuck_key}")
+    );
     let plain = super::sprint::baton(&p, &["status"]).expect_code(0);
     assert!(
         plain
@@ -616,17 +635,7 @@ fn standard_mode_shows_the_projected_cost_and_asks_before_starting_stories_in_pa
     assert_eq!(statuses(&p)[A1], "backlog");
     assert_eq!(branches(&p), ["main"]);
     // With --yolo it goes on: no story finished before, so nothing crosses the hard limit.
-    let (_, report, _) = sprint_json(
-        &p,
-        &[
-            "--yolo",
-            "--parallel",
-            "2",
-            "--stories",
-            &format!("{A1},{B1}"),
-        ],
-        0,
-    );
+    let (_, report, _) = both_at_once(&p, 0);
     assert_eq!(report["completed"], 2, "{report:#}");
 }
 
@@ -654,17 +663,7 @@ fn with_qa_on_a_story_is_merged_before_qa_and_its_verified_commit_goes_through_t
             );
     }
     let p = project(&script, "qa = true");
-    let (events, report, run) = sprint_json(
-        &p,
-        &[
-            "--yolo",
-            "--parallel",
-            "2",
-            "--stories",
-            &format!("{A1},{B1}"),
-        ],
-        0,
-    );
+    let (events, report, run) = both_at_once(&p, 0);
     assert_eq!(report["completed"], 2, "{report:#}\n{}", run.stderr);
     for key in [A1, B1] {
         // Merged twice: after the review (QA runs on the merged code), and after QA.
@@ -704,8 +703,7 @@ fn with_qa_on_a_story_is_merged_before_qa_and_its_verified_commit_goes_through_t
 #[test]
 fn setting_an_unmergeable_branch_aside_keeps_it_renamed_and_starts_the_story_over() {
     let p = project(&unresolvable(), "max_review_rounds = 1");
-    let stories = format!("{A1},{B1}");
-    let (_, report, _) = sprint_json(&p, &["--yolo", "--parallel", "2", "--stories", &stories], 3);
+    let (_, report, _) = both_at_once(&p, 3);
     let open = super::sprint::open_escalations(&p);
     assert_eq!(open.len(), 1, "{report:#}");
     let key = s(&open[0], "key").to_owned();
@@ -777,17 +775,7 @@ fn tests_that_fail_on_the_updated_branch_get_a_merge_fix_round_committed_as_such
     );
     // A shell test command is the project's own choice: trusted, not narrowed away.
     super::sprint::baton(&p, &["trust"]).expect_code(0);
-    let (events, report, run) = sprint_json(
-        &p,
-        &[
-            "--yolo",
-            "--parallel",
-            "2",
-            "--stories",
-            &format!("{A1},{B1}"),
-        ],
-        0,
-    );
+    let (events, report, run) = both_at_once(&p, 0);
     assert_eq!(report["completed"], 2, "{report:#}\n{}", run.stderr);
     let failed: Vec<&str> = events
         .iter()
@@ -888,8 +876,7 @@ fn ctrl_c_cancels_every_story_in_flight_and_the_next_run_resumes_them_in_their_w
         fast = review_pass(fast, key);
     }
     fast.install(&p);
-    let (_, report, run) =
-        sprint_json(&p, &["--yolo", "--parallel", "2", "--stories", &stories], 0);
+    let (_, report, run) = both_at_once(&p, 0);
     assert_eq!(report["completed"], 2, "{report:#}\n{}", run.stderr);
     for key in [A1, B1] {
         assert_eq!(transitions(&p, key), pairs(&STRAIGHT), "journal of {key}");

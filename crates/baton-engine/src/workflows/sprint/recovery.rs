@@ -292,10 +292,7 @@ pub async fn settle_tree(ctx: &StoryCtx) -> Result<(), EngineError> {
     let Some(what) = owed_stage(&facts, last.from.as_deref().unwrap_or_default(), &last.to) else {
         return Ok(());
     };
-    let message = format!(
-        "story({}): {what}",
-        ctx.key.split('-').take(2).collect::<Vec<_>>().join("-")
-    );
+    let message = ctx.subject(&what);
     if ws.git().head_subject().await.as_deref() != Some(message.as_str()) {
         ctx.commit(&what).await;
     }
