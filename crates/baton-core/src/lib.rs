@@ -13,6 +13,7 @@ pub mod dispatch;
 pub mod epic;
 pub mod escalation;
 pub mod key;
+pub mod memory;
 pub mod next;
 pub mod plan;
 pub mod sdd;
