@@ -2,7 +2,7 @@
 //!
 //! The BMad `sprint-status.yaml` (tolerant load, validation, comment-preserving edits, atomic and
 //! locked writes with compare-and-swap), story files' `Status:` line, YAML frontmatter checkpoints
-//! of markdown documents, the SQLite journal, and `baton.toml`. Deciding which transitions are
+//! of markdown documents, the SQLite journal, the team's memory, and `baton.toml`. Deciding which transitions are
 //! legal is baton-core's job; this crate makes the chosen ones durable.
 
 pub mod atomic;
@@ -12,6 +12,7 @@ pub mod journal;
 pub mod ledger;
 pub mod locate;
 pub mod lock;
+pub mod memory;
 pub mod planning;
 pub mod sprint_file;
 pub mod story_file;

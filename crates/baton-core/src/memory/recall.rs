@@ -180,8 +180,7 @@ fn line(m: &Candidate) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
-        .replace('`', "'")
-        .replace('"', "'");
+        .replace(['`', '"'], "'");
     let mut place = Vec::new();
     if let Some(e) = &m.scope.epic {
         place.push(format!("epic {e}"));
@@ -234,7 +233,8 @@ mod tests {
             epic: Some("2".into()),
             globs: vec![],
         };
-        let table: [(&Scope, &[&str], Option<&str>, Option<f64>); 7] = [
+        type Row<'a> = (&'a Scope, &'a [&'a str], Option<&'a str>, Option<f64>);
+        let table: [Row<'_>; 7] = [
             (&files, &["src/db/pool.rs"], None, Some(1.0)),
             (&files, &["./src/db/a/b.rs"], None, Some(1.0)),
             (&files, &["src/web/db.rs"], None, None),
