@@ -115,9 +115,28 @@ pub enum Command {
     /// Answer an escalation; the next `baton sprint` acts on it.
     #[command(
         after_help = "Examples:\n  baton answer 3 1                   # the first option\n  \
-        baton answer 3 \"another fix round\""
+        baton answer 3 \"another fix round\"\n  \
+        baton answer 3 2 --why \"the flaky test is tracked in #41\"   # remembered as a decision"
     )]
     Answer(AnswerArgs),
+
+    /// Remember a lesson, preference or decision; agents are reminded of it where it applies.
+    #[command(
+        after_help = "Examples:\n  baton remember \"Don't mock the database in integration tests\"\n  \
+        baton remember \"Pool connections through db::pool\" --scope 'src/db/**' --importance 9\n  \
+        baton remember \"Epic 2 ships behind a flag\" --epic 2 --kind decision\n\n\
+        A memory with --scope is recalled only for work touching a matching file; with --epic, only \
+        in that epic. See docs/memory.md."
+    )]
+    Remember(RememberArgs),
+
+    /// Forget a memory: it is no longer recalled.
+    #[command(after_help = "Examples:\n  baton forget 12\n  baton forget m12")]
+    Forget(ForgetArgs),
+
+    /// See what the team learned: list, search, recalls, status; import a BMad memlog.
+    #[command(subcommand)]
+    Memory(MemoryCommand),
 
     /// Show the journal of status changes.
     #[command(
@@ -447,6 +466,122 @@ pub struct AnswerArgs {
     pub id: i64,
     /// The option's number (from 1) or its exact text.
     pub choice: String,
+    /// Why: the answer and its reason are remembered as a decision for later work.
+    #[arg(long, value_name = "REASON")]
+    pub why: Option<String>,
+    /// Remember a choice other than the recommended (first) option as a preference, without
+    /// asking.
+    #[arg(long, conflicts_with = "no_remember")]
+    pub remember: bool,
+    /// Do not offer to remember the choice.
+    #[arg(long)]
+    pub no_remember: bool,
+}
+
+/// `baton remember`.
+#[derive(Debug, Args)]
+pub struct RememberArgs {
+    /// The lesson, preference or decision, in a sentence or two.
+    pub text: String,
+    /// Only for work touching files matching this glob (repeatable): `src/db/**`.
+    #[arg(long = "scope", value_name = "GLOB")]
+    pub scopes: Vec<String>,
+    /// Only in this epic.
+    #[arg(long, value_name = "N")]
+    pub epic: Option<String>,
+    /// 1 (a detail) to 10 (never forget); default: the kind's usual level.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=10))]
+    pub importance: Option<u8>,
+    /// preference (default), decision, pattern, problem-solution or milestone.
+    #[arg(long, default_value = "preference")]
+    pub kind: String,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton forget`.
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// The memory's id (`12` or `m12`, as `baton memory list` shows it).
+    pub id: String,
+}
+
+/// `baton memory`.
+#[derive(Debug, clap::Subcommand)]
+pub enum MemoryCommand {
+    /// List memories, most recently learned first.
+    #[command(
+        after_help = "Examples:\n  baton memory list\n  baton memory list --kind decision --json"
+    )]
+    List(MemoryListArgs),
+    /// Search memories by words.
+    #[command(after_help = "Examples:\n  baton memory search pool connections")]
+    Search(MemorySearchArgs),
+    /// What a unit (a story, `sdd:PLAN#N`, `plan:prd`) was reminded of, step by step.
+    #[command(after_help = "Examples:\n  baton memory recalls 1-2-login")]
+    Recalls(MemoryRecallsArgs),
+    /// Read a BMad `.memlog.md` (as BMad's memlog.py writes it): its decisions, insights and
+    /// preferences become memories.
+    #[command(
+        after_help = "Examples:\n  baton memory import _bmad-output/brainstorming/.memlog.md"
+    )]
+    Import(MemoryImportArgs),
+    /// Where the memory lives, how many memories it holds, and the external backend's health.
+    Status(MemoryStatusArgs),
+}
+
+/// `baton memory list`.
+#[derive(Debug, Args)]
+pub struct MemoryListArgs {
+    /// Only this kind.
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// At most this many.
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton memory search`.
+#[derive(Debug, Args)]
+pub struct MemorySearchArgs {
+    /// Words to look for.
+    #[arg(required = true, num_args = 1..)]
+    pub words: Vec<String>,
+    /// At most this many.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton memory recalls`.
+#[derive(Debug, Args)]
+pub struct MemoryRecallsArgs {
+    /// The unit's key.
+    pub unit: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton memory import`.
+#[derive(Debug, Args)]
+pub struct MemoryImportArgs {
+    /// The memlog file.
+    pub memlog: std::path::PathBuf,
+}
+
+/// `baton memory status`.
+#[derive(Debug, Args)]
+pub struct MemoryStatusArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton demo`.

@@ -13,6 +13,9 @@ use std::path::Path;
 pub const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
 /// The most output kept per command, in bytes.
 pub const MAX_OUTPUT_BYTES: usize = 64 * 1024 * 1024;
+/// The most tokens `[memory] recall_tokens` may give recalled memories in one task.
+pub const MAX_RECALL_TOKENS: u64 = 8_000;
+
 /// The most stories `[sprint] parallel` may put in flight at once.
 pub const MAX_PARALLEL: usize = 16;
 
@@ -140,6 +143,40 @@ pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigEr
         MAX_PARALLEL as u64,
         "",
     )?;
+    let m = &raw.memory;
+    c.range(
+        "memory",
+        "recall_tokens",
+        wide(m.recall_tokens),
+        0,
+        MAX_RECALL_TOKENS,
+        " tokens",
+    )?;
+    c.range(
+        "memory",
+        "max_per_scope",
+        wide(m.max_per_scope),
+        1,
+        MAX_COUNT,
+        "",
+    )?;
+    c.range(
+        "memory",
+        "external_timeout_secs",
+        m.external_timeout_secs,
+        1,
+        3600,
+        "",
+    )?;
+    if let Some(cmd) = &m.external
+        && cmd.first().is_none_or(|p| p.trim().is_empty())
+    {
+        return Err(c.fail(
+            "memory",
+            "external",
+            "must name a program first, e.g. `[\"memory-bridge\"]`".to_owned(),
+        ));
+    }
     if let Some(cmd) = &s.test_command
         && cmd.first().is_none_or(|p| p.trim().is_empty())
     {

@@ -24,6 +24,9 @@
 //!   "test run", or map code to a test that is always there), and so is the sprint's test command
 //!   as a test command of the guard;
 //! - `[rules] enabled = false` is ignored (rules only ever add guidance);
+//! - `[memory] external` is ignored (it would run a program of the repository's choosing and
+//!   send it what the team learned); and while the project is untrusted its memory is not
+//!   loaded at all (a repository can ship a memory database or queue of its own);
 //! - `[budget]` limits apply (they can only lower what a run may spend: there is no limit by
 //!   default), but `allow_over_budget = true` is ignored: it would lift `hard_usd`;
 //! - no agent may be moved onto a coding-agent CLI (`[agents.roles]`, `[agents] model`), and
@@ -50,6 +53,12 @@ pub fn narrow(raw: &mut RawConfig) -> Vec<String> {
     paths(raw, &mut ignored);
     tdd(raw, &mut ignored);
     budget(raw, &mut ignored);
+    if raw.memory.external.take().is_some() {
+        ignored.push(
+            "[memory] external: only a trusted project may run an external memory backend"
+                .to_owned(),
+        );
+    }
     crate::cli::narrow(raw, &mut ignored);
     ignored
 }

@@ -51,6 +51,9 @@ pub struct RawConfig {
     /// `[rules]`: context rules.
     #[serde(default)]
     pub rules: RawRules,
+    /// `[memory]`.
+    #[serde(default)]
+    pub memory: RawMemory,
     /// `[cli.NAME]`: coding-agent CLIs (docs/cli-workers.md).
     #[serde(default)]
     pub cli: RawCli,
@@ -77,6 +80,24 @@ pub struct RawTdd {
 pub struct RawRules {
     /// Whether rules are injected at all (default true).
     pub enabled: Option<bool>,
+}
+
+/// `[memory]`: what the team learned, recalled before agent steps (docs/memory.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMemory {
+    /// Whether memories are recalled and written at all (default true).
+    pub enabled: Option<bool>,
+    /// The most tokens the recalled memories may take in a task (default 300).
+    pub recall_tokens: Option<usize>,
+    /// The most memories one scope keeps; past it the least important are pruned (default 500).
+    pub max_per_scope: Option<usize>,
+    /// An external memory backend, run as a program (`["memory-bridge", "--url", "..."]`).
+    pub external: Option<Vec<String>>,
+    /// How long the external backend has to answer one call (default 10).
+    pub external_timeout_secs: Option<u64>,
+    /// Kinds of step that get no memories (`review`, `dev`, `plan:prd`, `sdd`, `team`, ...).
+    pub skip: Option<Vec<String>>,
 }
 
 /// `[commands]`: what `run_command` may run.

@@ -67,6 +67,8 @@ pub struct Config {
     pub tdd: RawTdd,
     /// Whether context rules are on.
     pub rules_enabled: bool,
+    /// `[memory]` as written, after the trust rules.
+    pub memory: crate::raw::RawMemory,
     /// Coding-agent CLIs (`[cli.*]`).
     pub cli: BTreeMap<Cli, CliSettings>,
     /// Models by role (`[agents.roles]`).
@@ -155,6 +157,7 @@ impl Config {
             sprint: raw.sprint,
             tdd: raw.tdd,
             rules_enabled: raw.rules.enabled.unwrap_or(true),
+            memory: raw.memory,
             cli: crate::cli::resolve(root, &raw.cli),
             role_models: raw.agents.roles.clone(),
             trusted: true,

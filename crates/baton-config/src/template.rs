@@ -78,6 +78,15 @@ pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional. 
 # Context rules remind agents of the process when their own words show they are about to skip it.
 # enabled = true
 
+[memory]
+# What the team learned (retrospectives, resolved review findings, answers, `baton remember`),
+# recalled into agent tasks where it applies: docs/memory.md.
+# enabled = true
+# recall_tokens = 300
+# max_per_scope = 500
+# skip = ["review"]              # kinds of step that get no memories
+# external = ["memory-bridge"]   # an external backend run as a program (trusted projects only)
+
 # Providers: bundled ones are openai, anthropic, ollama, vllm, llamacpp, openrouter, script.
 # [providers.ollama]
 # kind = "openai"

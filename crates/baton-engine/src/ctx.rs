@@ -8,6 +8,7 @@
 //! touches a file, the journal or git on a story's behalf.
 
 use crate::error::EngineError;
+use crate::memory::About;
 use crate::protocol::{EventBody, UnitKey};
 use crate::run::{Run, Unit, escalate};
 use crate::settings::SprintSettings;
@@ -339,12 +340,75 @@ impl StoryCtx {
             .end_step(id, outcome, serde_json::to_string(detail).ok())
     }
 
+    /// What a step of kind `stage` of the story is about, for recall: the files its story's File
+    /// List names and those changed since the story started, its epic, and its title's words.
+    pub async fn about(&self, stage: &str, reviewer: bool) -> About {
+        if self.run.run.setup.memory.is_none() {
+            return About::default();
+        }
+        let story = self.story_path();
+        let text = story_doc::read(&story).unwrap_or_default();
+        let base = story_doc::baseline(&story);
+        let mut files = baton_store::story_file::file_list(&text);
+        files.extend(story_doc::mentioned_paths(&text));
+        if let Ok(changed) = self.workspace().changed_from(base.as_deref()).await {
+            files.extend(changed);
+        }
+        files.sort();
+        files.dedup();
+        let title = self.key.splitn(3, '-').nth(2).unwrap_or_default();
+        About {
+            files,
+            epic: self.unit.key.epic(),
+            stage: stage.to_owned(),
+            reviewer,
+            words: title.replace('-', " "),
+            skip: false,
+        }
+    }
+
+    /// Stores what `draft`s teach; a memory that fails is reported once and forgotten about.
+    pub fn learn(&self, drafts: Vec<baton_core::memory::Draft>) {
+        let Some(memory) = &self.run.run.setup.memory else {
+            return;
+        };
+        let now = crate::memory::unix_secs(&self.run.run.clock.now().rfc3339);
+        for d in drafts {
+            if let Err(e) = memory.learn(d, now) {
+                self.run.run.memory_trouble(&e);
+                return;
+            }
+        }
+    }
+
+    /// Settles the story's latest code review in the memory: findings of the previous review it
+    /// no longer reports become problem–solution memories.
+    pub fn review_settled(&self, findings: &[baton_core::verdict::Finding]) {
+        let Some(memory) = &self.run.run.setup.memory else {
+            return;
+        };
+        let now = crate::memory::unix_secs(&self.run.run.clock.now().rfc3339);
+        if let Err(e) = memory.review_settled(&self.key, findings, now) {
+            self.run.run.memory_trouble(&e);
+        }
+    }
+
     /// Runs `agent` on `task` and accounts its usage in the story's report.
     pub async fn run_agent(&self, agent: &str, task: &str) -> Outcome {
+        let about = self.about("story", false).await;
+        self.run_agent_about(agent, task, &about).await
+    }
+
+    /// [`StoryCtx::run_agent`] with the memories that apply to what the step is `about`.
+    pub async fn run_agent_about(&self, agent: &str, task: &str, about: &About) -> Outcome {
         if let Ok(mut r) = self.report.lock() {
             r.agents.push(agent.to_owned());
         }
-        let outcome = self.run.run.run_agent(&self.unit, agent, task).await;
+        let outcome = self
+            .run
+            .run
+            .run_agent_about(&self.unit, agent, task, about)
+            .await;
         if let Ok(mut r) = self.report.lock() {
             r.input_tokens += outcome.usage.total_input();
             r.output_tokens += outcome.usage.output_tokens;

@@ -17,6 +17,7 @@ pub mod clock;
 pub mod ctx;
 pub mod error;
 pub mod group_commit;
+pub mod memory;
 pub mod prompts;
 pub mod protocol;
 pub mod run;

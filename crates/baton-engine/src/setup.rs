@@ -131,6 +131,8 @@ pub struct Setup {
     /// Models by role (`[agents.roles]`): they win over [`Setup::model_override`] and over an
     /// agent's own model.
     pub role_models: BTreeMap<String, String>,
+    /// What the team learned (`None`: memory is off, or not loaded for an untrusted project).
+    pub memory: Option<Arc<crate::memory::Memory>>,
     /// One client per `provider/model`, shared by every clone.
     clients: Arc<Mutex<HashMap<String, Arc<dyn ModelClient>>>>,
 }
@@ -178,6 +180,7 @@ impl Setup {
             rules_journal: None,
             cli: CliConfig::default(),
             role_models: BTreeMap::new(),
+            memory: None,
             clients: Arc::new(Mutex::new(HashMap::new())),
         }
     }

@@ -1,6 +1,7 @@
 //! What the engine writes into a story file besides its status: the baseline commit, review
 //! findings (BMad's `### Review Findings` dialect), and a developer's HALT. Every write here is
-//! one the next stage depends on, so every failure is an error, never ignored.
+//! one the next stage depends on, so every failure is an error, never ignored. It also reads
+//! the paths a story mentions, the files it plans to touch.
 
 use crate::error::EngineError;
 use baton_store::frontmatter::Document;
@@ -25,6 +26,41 @@ pub fn set_baseline(path: &Path, commit: &str) -> Result<(), EngineError> {
     baton_store::atomic::replace_unsynced(path, doc.text().as_bytes())
         .map_err(|e| EngineError::file(path, e))?;
     Ok(())
+}
+
+/// The project paths a story mentions in backticks (`src/db/pool.rs`, `Cargo.toml`): the files
+/// it plans to touch, before any is changed. A span counts when it has no spaces, is not a URL,
+/// and has a directory or a file extension; at most 64 are taken.
+pub fn mentioned_paths(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|s| {
+            s.trim()
+                .trim_start_matches("./")
+                .trim_end_matches([':', ',', '.'])
+        })
+        .filter(|s| {
+            !s.is_empty()
+                && s.len() < 200
+                && !s.contains(char::is_whitespace)
+                && !s.contains("://")
+                && !s.starts_with(['-', '/', '$'])
+                && (s.contains('/')
+                    || s.rsplit_once('.').is_some_and(|(stem, ext)| {
+                        !stem.is_empty()
+                            && (1..=6).contains(&ext.len())
+                            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                            && ext.chars().any(|c| c.is_ascii_alphabetic())
+                    }))
+        })
+        .map(str::to_owned)
+        .take(64)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The story's baseline commit, if recorded.
@@ -158,5 +194,13 @@ mod tests {
         );
         assert!(t.contains("[a.rs:1]\n\nRound 2\n"), "{t}");
         assert!(t.ends_with("## Dev Notes\n\nn\n"));
+    }
+
+    #[test]
+    fn the_paths_a_story_mentions_are_its_planned_files() {
+        let t = "Touch `src/db/pool.rs` and `./Cargo.toml`, then run `cargo test`.\n\
+                 See `https://x.io/a.b`, `--flag`, `v1.2`, `$HOME/x`, `a b.rs` and `src/db/pool.rs`:";
+        assert_eq!(mentioned_paths(t), vec!["Cargo.toml", "src/db/pool.rs"]);
+        assert!(mentioned_paths("no code spans at all").is_empty());
     }
 }

@@ -9,6 +9,7 @@ mod guard;
 mod in_flight;
 mod init;
 mod log;
+mod memory;
 mod plan;
 pub(crate) mod plumbing;
 mod policy;
@@ -59,6 +60,9 @@ pub fn run(cli: Cli) -> Result<Code> {
         Command::Sdd(args) => sdd::run(&root, &args),
         Command::Escalations(args) => sprint::escalations(&root, &args),
         Command::Answer(args) => sprint::answer(&root, &args),
+        Command::Remember(args) => memory::remember(&root, &args),
+        Command::Forget(args) => memory::forget(&root, &args),
+        Command::Memory(cmd) => memory::run(&root, &cmd),
         Command::Tdd(args) => tdd::run(&root, &args),
         Command::Guard(args) => guard::run(&root, &args),
         Command::Plan(args) | Command::Chat(args) => plan::run(&root, &args),

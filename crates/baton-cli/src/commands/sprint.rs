@@ -313,10 +313,40 @@ pub fn answer(root: &Path, args: &AnswerArgs) -> Result<Code> {
         ),
         None => "`baton sprint`".to_owned(),
     };
+    let label = baton_core::escalation::Choice::label_of(kind, &choice);
     println!(
-        "escalation #{} answered: {}\nnext: {next} continues with it",
-        e.id,
-        baton_core::escalation::Choice::label_of(kind, &choice)
+        "escalation #{} answered: {label}\nnext: {next} continues with it",
+        e.id
     );
+    // The first option is the one baton recommends; choosing another is a correction worth
+    // remembering, when the person says so.
+    let recommended = e
+        .options
+        .first()
+        .map(|o| baton_core::escalation::Choice::label_of(kind, o));
+    let confirm = || {
+        if args.remember {
+            return true;
+        }
+        if args.no_remember || !std::io::stdin().is_terminal() {
+            return false;
+        }
+        eprint!(
+            "Remember this choice over the recommended one as a preference for later work? [y/N] "
+        );
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).is_ok()
+            && matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
+    };
+    if let Err(err) = super::memory::learn_from_answer(
+        root,
+        e,
+        &label,
+        recommended.as_deref(),
+        args.why.as_deref(),
+        confirm,
+    ) {
+        eprintln!("warning: the answer stands, but it was not remembered: {err:#}");
+    }
     Ok(Code::Ok)
 }

@@ -187,7 +187,17 @@ pub fn build_setup(
     journal: Arc<Mutex<SqliteJournal>>,
     on_event: Option<baton_agent::runner::EventFn>,
 ) -> Result<Setup> {
-    let sandbox = Sandbox::with_protected(root, &cfg.sandbox_deny, &cfg.protected())?;
+    // The external memory's write queue is baton's, like `.baton/`: no agent reads or plants
+    // entries in it.
+    let mut deny = cfg.sandbox_deny.clone();
+    deny.push(format!(
+        "{}/**",
+        super::memory::queue_dir(cfg)
+            .strip_prefix(root)
+            .unwrap_or(Path::new(".memory-queue"))
+            .display()
+    ));
+    let sandbox = Sandbox::with_protected(root, &deny, &cfg.protected())?;
     let sprint_tools = baton_engine::sprint_tools::tools(ledger, &agents, Some(run_id.to_owned()));
     let mut setup = Setup::new(
         root.to_path_buf(),
@@ -231,5 +241,6 @@ pub fn build_setup(
     setup.tdd = super::tdd::core(cfg, journal.clone(), "native")?.map(Arc::new);
     setup.rules = super::tdd::context_rules(cfg)?;
     setup.rules_journal = Some((journal, "native".to_owned()));
+    setup.memory = super::memory::for_run(cfg);
     Ok(setup)
 }

@@ -40,6 +40,33 @@ pub enum UnitKey {
 }
 
 impl UnitKey {
+    /// The kind of step a unit's agent takes when the workflow says no more (for recall):
+    /// `story`, `sdd`, `plan:<step>`, `retro`, `team`.
+    pub fn stage_kind(&self) -> String {
+        match self {
+            UnitKey::Story(_) => "story".to_owned(),
+            UnitKey::PlanTask { .. } => "sdd".to_owned(),
+            UnitKey::PlanStep(step) => format!("plan:{step}"),
+            UnitKey::Retrospective(_) => "retro".to_owned(),
+            UnitKey::TeamTask(_) => "team".to_owned(),
+        }
+    }
+
+    /// The epic of a story or retrospective (`1` of `1-2-login` and `epic-1-retrospective`).
+    pub fn epic(&self) -> Option<String> {
+        match self {
+            UnitKey::Story(k) => k
+                .split_once('-')
+                .map(|(e, _)| e.to_owned())
+                .filter(|e| !e.is_empty()),
+            UnitKey::Retrospective(k) => k
+                .strip_prefix("epic-")
+                .and_then(|r| r.split_once('-'))
+                .map(|(e, _)| e.to_owned()),
+            _ => None,
+        }
+    }
+
     /// The key the journal records the unit's steps and escalations under.
     pub fn journal_key(&self) -> String {
         match self {

@@ -98,6 +98,38 @@ impl Run {
         answered
     }
 
+    /// In YOLO mode, a person at the terminal who picks another option than the recommended
+    /// (first) one has corrected baton: the choice is remembered as a preference of low
+    /// importance without asking (standard mode leaves it to `baton answer --remember`).
+    fn learn_correction(&self, esc: &EscalationRecord, choice: &str) {
+        let Some(memory) = &self.setup.memory else {
+            return;
+        };
+        if self.setup.mode != baton_agent::runner::Mode::Yolo
+            || esc.options.first().is_none_or(|o| o == choice)
+        {
+            return;
+        }
+        let kind = EscalationKind::parse(&esc.kind);
+        let label = |c: &str| Choice::label_of(kind, c);
+        let mut d = baton_core::memory::Draft::new(
+            baton_core::memory::Kind::Preference,
+            baton_core::memory::Source::HumanFeedback,
+            format!(
+                "When asked \"{}\", the person chose \"{}\" over the recommended \"{}\".",
+                esc.title,
+                label(choice),
+                label(&esc.options[0])
+            ),
+        );
+        d.importance = 3;
+        d.unit = esc.key.clone();
+        let now = crate::memory::unix_secs(&self.clock.now().rfc3339);
+        if let Err(e) = memory.learn(d, now) {
+            self.memory_trouble(&e);
+        }
+    }
+
     fn set_awaiting(&self, id: Option<i64>) {
         if let Ok(mut a) = self.awaiting.lock() {
             *a = id;
@@ -126,6 +158,7 @@ impl Run {
                 Answer::Chose(id, choice) if *id == esc.id && esc.options.contains(choice) => {
                     let at = self.clock.now().rfc3339;
                     self.with_journal(|j| Ok(j.answer_escalation(esc.id, choice, &at)?))?;
+                    self.learn_correction(esc, choice);
                     return Ok(());
                 }
                 Answer::Later(id) if *id == esc.id => return Ok(()),

@@ -151,6 +151,7 @@ pub struct Run {
     /// The escalation a human is being asked about now, if any.
     awaiting: Mutex<Option<i64>>,
     commit_failures: Mutex<Vec<String>>,
+    memory_warned: std::sync::atomic::AtomicBool,
 }
 
 impl Run {
@@ -180,6 +181,7 @@ impl Run {
                 .then(|| tokio::sync::Mutex::new(answers_rx)),
             awaiting: Mutex::new(None),
             commit_failures: Mutex::new(Vec::new()),
+            memory_warned: std::sync::atomic::AtomicBool::new(false),
         };
         (
             Arc::new(run),

@@ -8,6 +8,7 @@
 
 use super::{Run, Unit};
 use crate::error::EngineError;
+use crate::memory::About;
 use crate::protocol::UnitKey;
 use baton_agent::outcome::{Outcome, Status as AgentStatus, Stop};
 use baton_agent::worker::Job;
@@ -71,6 +72,19 @@ pub fn agent_escalation(o: &Outcome, finding: String) -> AgentEscalation {
 }
 
 impl Run {
+    /// Says once per run that the memory failed, and why; the run goes on without it.
+    pub fn memory_trouble(&self, e: &baton_store::memory::MemoryError) {
+        use std::sync::atomic::Ordering;
+        if !self.memory_warned.swap(true, Ordering::Relaxed) {
+            self.emit(
+                crate::protocol::Scope::Run,
+                crate::protocol::EventBody::Notice {
+                    message: format!("memory: {e}; going on without it"),
+                },
+            );
+        }
+    }
+
     /// Journals the start of a step of `unit` at `stage`, round `round`, with the workflow's
     /// own detail (JSON); returns the step's id.
     pub fn begin_step(
@@ -110,6 +124,34 @@ impl Run {
     /// An agent that cannot be started ends `failed` with the reason; its events are scoped to
     /// the unit.
     pub async fn run_agent(self: &Arc<Run>, unit: &Unit, agent: &str, task: &str) -> Outcome {
+        let about = About {
+            stage: unit.key.stage_kind(),
+            epic: unit.key.epic(),
+            words: unit.key.journal_key(),
+            ..About::default()
+        };
+        self.run_agent_about(unit, agent, task, &about).await
+    }
+
+    /// [`Run::run_agent`], with the memories that apply to what the step is `about` appended to
+    /// the task as quoted data (and recorded as recalled). A memory that cannot be read is
+    /// reported once and the step runs without it.
+    pub async fn run_agent_about(
+        self: &Arc<Run>,
+        unit: &Unit,
+        agent: &str,
+        task: &str,
+        about: &About,
+    ) -> Outcome {
+        let mut task = task.to_owned();
+        if let Some(memory) = &self.setup.memory {
+            let now = crate::memory::unix_secs(&self.clock.now().rfc3339);
+            match memory.recall(&self.id, &unit.key.journal_key(), about, now) {
+                Ok(r) => task.push_str(&r.section),
+                Err(e) => self.memory_trouble(&e),
+            }
+        }
+        let task = task.as_str();
         let events = self.agent_events(Some(unit.key.clone()));
         match self.setup.worker_in(agent, Some(events), &unit.workspace) {
             Ok((worker, def)) => {

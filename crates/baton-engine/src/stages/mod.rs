@@ -96,8 +96,17 @@ async fn execute<S: StageWork>(
     if let Some(note) = &plan.note {
         task = format!("{task}\n\n{}", note.text());
     }
+    let about = ctx
+        .about(
+            plan.stage.as_str(),
+            matches!(
+                plan.stage,
+                Stage::Review | Stage::Verify | Stage::StoryReview
+            ),
+        )
+        .await;
     let step = ctx.begin_step(plan, status)?;
-    let outcome = ctx.run_agent(plan.agent, &task).await;
+    let outcome = ctx.run_agent_about(plan.agent, &task, &about).await;
     let mut settled = if let Some(why) = tamper::check(&ctx.run)? {
         Settled {
             outcome: StepOutcome::Failed,

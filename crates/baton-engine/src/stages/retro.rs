@@ -63,17 +63,27 @@ pub async fn hold(run: &Arc<RunCtx>, epic: EpicId) -> Result<bool, EngineError> 
         &[("epic", &epic.to_string()), ("stories_dir", &dir)],
     );
     let step = ctx.begin_step(&plan, Status::Optional)?;
-    let outcome = ctx.run_agent(agent, &task).await;
+    // The retrospective writes the memory; it recalls none.
+    let about = crate::memory::About {
+        stage: "retro".into(),
+        skip: true,
+        ..crate::memory::About::default()
+    };
+    let outcome = ctx.run_agent_about(agent, &task, &about).await;
     let tampered = crate::tamper::check(run)?;
     let prefix = format!("epic-{epic}-retro");
-    let written = std::fs::read_dir(&run.settings.stories_dir)
+    let documents: Vec<std::path::PathBuf> = std::fs::read_dir(&run.settings.stories_dir)
         .map(|r| {
-            r.flatten().any(|e| {
-                let n = e.file_name().to_string_lossy().into_owned();
-                n.starts_with(&prefix) && n.ends_with(".md")
-            })
+            r.flatten()
+                .filter(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.starts_with(&prefix) && n.ends_with(".md")
+                })
+                .map(|e| e.path())
+                .collect()
         })
-        .unwrap_or(false);
+        .unwrap_or_default();
+    let written = !documents.is_empty();
     let held = outcome.status == AgentStatus::Completed && written && tampered.is_none();
     let detail = StepDetail {
         started_in: Some(Status::Optional),
@@ -94,6 +104,12 @@ pub async fn hold(run: &Arc<RunCtx>, epic: EpicId) -> Result<bool, EngineError> 
     ctx.end_step(step, result, &detail)?;
     if !held {
         return Ok(false);
+    }
+    // Its action items and lessons are what the next stories should know.
+    for doc in &documents {
+        if let Ok(text) = std::fs::read_to_string(doc) {
+            ctx.learn(baton_core::memory::sources::retro_drafts(&text, &key));
+        }
     }
     ctx.transition(&Move {
         to: Status::Done,

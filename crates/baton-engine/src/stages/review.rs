@@ -88,6 +88,9 @@ impl StageWork for Review {
             blocking: Some(review.blocking()),
             ..StepDetail::default()
         };
+        if !verify {
+            ctx.review_settled(&review.findings);
+        }
         if !verify && review.findings.len() < ctx.run.settings.min_findings {
             return Ok(Settled {
                 outcome: StepOutcome::TooFewFindings,
