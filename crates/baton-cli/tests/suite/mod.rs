@@ -12,6 +12,7 @@ mod hand_edits;
 mod hardening;
 mod init;
 mod log;
+mod memory;
 mod parallel;
 mod plan_pipeline;
 mod planning;

@@ -102,7 +102,7 @@ impl<E: External> Degrading<E> {
         if let Some(since) = self.down_since() {
             return since;
         }
-        if std::fs::create_dir_all(self.queue.dir()).is_ok() {
+        if self.queue.create().is_ok() {
             // Losing this mark only restarts the four hours.
             let _ = std::fs::write(self.state_file(), now_ms.to_string());
         }

@@ -58,6 +58,17 @@ impl WriteQueue {
         Ok(files)
     }
 
+    /// Creates the directory, with a `.gitignore` that keeps it out of the project's history
+    /// (and out of the clean-tree check of a sprint).
+    pub fn create(&self) -> Result<(), MemoryError> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| self.err(e))?;
+        let ignore = self.dir.join(".gitignore");
+        if !ignore.exists() {
+            std::fs::write(&ignore, "*\n").map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
     /// How many drafts wait.
     pub fn len(&self) -> Result<usize, MemoryError> {
         Ok(self.files()?.len())
@@ -70,7 +81,7 @@ impl WriteQueue {
 
     /// Queues `draft`; returns how many of the oldest were dropped to stay within the cap.
     pub fn push(&self, draft: &Draft) -> Result<usize, MemoryError> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| self.err(e))?;
+        self.create()?;
         let files = self.files()?;
         let seq = files.last().map_or(1, |(s, _)| s + 1);
         let json = serde_json::to_vec(draft).map_err(|e| self.err(std::io::Error::other(e)))?;
@@ -132,6 +143,10 @@ mod tests {
             dropped += q.push(&draft(i)).unwrap();
         }
         assert_eq!(dropped, 30);
+        assert_eq!(
+            std::fs::read_to_string(q.dir().join(".gitignore")).unwrap(),
+            "*\n"
+        );
         assert_eq!(q.len().unwrap(), MAX_QUEUED);
         let texts: Vec<String> = q.peek().unwrap().into_iter().map(|(_, d)| d.text).collect();
         assert_eq!(texts.first().map(String::as_str), Some("lesson 31"));
