@@ -35,6 +35,16 @@ CREATE TABLE IF NOT EXISTS memories (
     updated_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS memories_scope ON memories(scope_label, importance, updated_at);
+CREATE INDEX IF NOT EXISTS memories_wide ON memories(importance DESC, updated_at DESC)
+    WHERE scope_globs = '';
+CREATE TABLE IF NOT EXISTS memory_dirs (
+    dir TEXT NOT NULL,
+    memory_id INTEGER NOT NULL,
+    PRIMARY KEY (dir, memory_id)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS memories_dirs_ad AFTER DELETE ON memories BEGIN
+    DELETE FROM memory_dirs WHERE memory_id = old.id;
+END;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(text, content='memories', content_rowid='id');
 CREATE TRIGGER IF NOT EXISTS memories_ai AFTER INSERT ON memories BEGIN
     INSERT INTO memories_fts(rowid, text) VALUES (new.id, new.text);
@@ -308,10 +318,50 @@ fn fts_any(text: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" OR "))
 }
 
-/// The part of a glob before its first special character: a file it can match starts with it.
-fn literal_prefix(glob: &str) -> &str {
+/// How many project- and epic-wide memories recall weighs at most, the most important and
+/// newest first: far more than a task's budget holds.
+const WIDE_LIMIT: i64 = 256;
+
+/// The directory a glob starts in: its part before the first special character, cut after the
+/// last `/` (`src/db/` of `src/db/**` and of `src/db/*.rs`, `` of `**/*.rs`). A file the glob
+/// matches lies under it.
+fn glob_dir(glob: &str) -> &str {
+    let glob = glob.trim_start_matches("./");
     let end = glob.find(['*', '?', '[', '{', '\\']).unwrap_or(glob.len());
-    &glob[..end]
+    let literal = &glob[..end];
+    literal.rfind('/').map_or("", |i| &literal[..=i])
+}
+
+/// The directories a file lies under, from the root: `` `src/` `src/db/` of `src/db/pool.rs`.
+fn dirs_of(file: &str) -> Vec<String> {
+    let file = file.trim_start_matches("./");
+    let mut out = vec![String::new()];
+    out.extend(file.match_indices('/').map(|(i, _)| file[..=i].to_owned()));
+    out
+}
+
+/// The words of a unit that rank memories mentioning them higher: lowercase, three letters or
+/// more, at most 32.
+fn match_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .collect();
+    words.sort();
+    words.dedup();
+    words.truncate(32);
+    words
+}
+
+/// The share of `words` that `text` contains, 0–1.
+fn text_match(text: &str, words: &[String]) -> f64 {
+    if words.is_empty() {
+        return 0.0;
+    }
+    let text = text.to_lowercase();
+    let hits = words.iter().filter(|w| text.contains(w.as_str())).count();
+    hits as f64 / words.len() as f64
 }
 
 const COLUMNS: &str = "id, kind, importance, source, text, unit, scope_epic, scope_globs, \
@@ -373,6 +423,13 @@ impl MemoryStore for SqliteMemory {
                 )
                 .map_err(&err)?;
                 let id = tx.last_insert_rowid();
+                for glob in &draft.scope.globs {
+                    tx.execute(
+                        "INSERT OR IGNORE INTO memory_dirs (dir, memory_id) VALUES (?1, ?2)",
+                        params![glob_dir(glob), id],
+                    )
+                    .map_err(&err)?;
+                }
                 log(&tx, now, "added", Some(id), draft.source.as_str()).map_err(&err)?;
                 Curated::Added(id)
             }
@@ -456,79 +513,75 @@ impl MemoryStore for SqliteMemory {
         words: &str,
         now: i64,
     ) -> Result<Vec<Candidate>, MemoryError> {
-        // The text match: the best-ranked hits score 1, falling off with their rank.
-        let mut matched = std::collections::HashMap::new();
-        if let Some(q) = fts_any(words) {
-            let mut stmt = self
-                .conn
-                .prepare_cached(
-                    "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank LIMIT 64",
-                )
-                .map_err(self.err())?;
-            let rows = stmt
-                .query_map([q], |r| r.get::<_, i64>(0))
-                .map_err(self.err())?;
-            for (i, id) in rows.enumerate() {
-                let id = id.map_err(self.err())?;
-                matched.insert(id, 1.0 / (1.0 + i as f64 / 8.0));
+        let words = match_words(words);
+        let epic = query.epic.as_deref();
+        let mut out: Vec<Candidate> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut take = |row: &Row<'_>, out: &mut Vec<Candidate>| -> rusqlite::Result<()> {
+            let id: i64 = row.get(0)?;
+            if !seen.insert(id) {
+                return Ok(());
             }
-        }
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT id, kind, importance, scope_epic, scope_globs, strength, updated_at
-                 FROM memories WHERE scope_epic IS NULL OR scope_epic = ?1",
-            )
-            .map_err(self.err())?;
-        let mut rows = stmt.query([query.epic.as_deref()]).map_err(self.err())?;
-        let mut out = Vec::new();
-        let mut wanted = Vec::new();
-        while let Some(row) = rows.next().map_err(self.err())? {
-            let globs: String = row.get(4).map_err(self.err())?;
-            // A glob whose literal part no file of the unit starts with cannot match: skip it
-            // without compiling it.
-            if !globs.is_empty()
-                && !globs.lines().any(|g| {
-                    let prefix = literal_prefix(g);
-                    query
-                        .files
-                        .iter()
-                        .any(|f| f.trim_start_matches("./").starts_with(prefix))
-                })
-            {
-                continue;
-            }
-            let id: i64 = row.get(0).map_err(self.err())?;
-            let kind: String = row.get(1).map_err(self.err())?;
+            let kind: String = row.get(1)?;
             let Some(kind) = Kind::parse(&kind) else {
-                continue;
+                return Ok(());
             };
-            let importance: i64 = row.get(2).map_err(self.err())?;
-            let strength: i64 = row.get(5).map_err(self.err())?;
-            let updated: i64 = row.get(6).map_err(self.err())?;
-            let c = Candidate {
+            let globs: String = row.get(4)?;
+            let scope = scope(row.get(3)?, &globs);
+            if recall::scope_relevance(&scope, query).is_none() {
+                return Ok(());
+            }
+            let importance: i64 = row.get(2)?;
+            let strength: i64 = row.get(5)?;
+            let updated: i64 = row.get(6)?;
+            let text: String = row.get(7)?;
+            out.push(Candidate {
                 id,
                 kind,
                 importance: u8::try_from(importance).unwrap_or(memory::MAX_IMPORTANCE),
-                text: String::new(),
-                scope: scope(row.get(3).map_err(self.err())?, &globs),
+                text_match: text_match(&text, &words),
+                text,
+                scope,
                 strength: u32::try_from(strength).unwrap_or(1),
                 age_days: (now - updated).max(0) as f64 / 86_400.0,
-                text_match: matched.get(&id).copied().unwrap_or(0.0),
-            };
-            if recall::scope_relevance(&c.scope, query).is_some() {
-                wanted.push(id);
-                out.push(c);
-            }
+            });
+            Ok(())
+        };
+        // The project's and the epic's memories, the most important and newest first: recall
+        // never needs more of them than fill a budget, so a bounded number are weighed.
+        let mut wide = self
+            .conn
+            .prepare_cached(
+                "SELECT id, kind, importance, scope_epic, scope_globs, strength, updated_at, text
+                 FROM memories INDEXED BY memories_wide
+                 WHERE scope_globs = '' AND (scope_epic IS NULL OR scope_epic = ?1)
+                 ORDER BY importance DESC, updated_at DESC LIMIT ?2",
+            )
+            .map_err(self.err())?;
+        let mut rows = wide.query(params![epic, WIDE_LIMIT]).map_err(self.err())?;
+        while let Some(row) = rows.next().map_err(self.err())? {
+            take(row, &mut out).map_err(self.err())?;
         }
         drop(rows);
-        // Texts only for the memories that apply.
-        let mut text = self
+        // Memories scoped to files: only those whose glob starts in a directory of one of the
+        // unit's files (an index lookup per directory), then matched exactly.
+        let mut dirs: Vec<String> = query.files.iter().flat_map(|f| dirs_of(f)).collect();
+        dirs.sort();
+        dirs.dedup();
+        let mut scoped = self
             .conn
-            .prepare_cached("SELECT text FROM memories WHERE id = ?1")
+            .prepare_cached(
+                "SELECT m.id, m.kind, m.importance, m.scope_epic, m.scope_globs, m.strength,
+                        m.updated_at, m.text
+                 FROM memory_dirs d JOIN memories m ON m.id = d.memory_id
+                 WHERE d.dir = ?1 AND (m.scope_epic IS NULL OR m.scope_epic = ?2)",
+            )
             .map_err(self.err())?;
-        for c in &mut out {
-            c.text = text.query_row([c.id], |r| r.get(0)).map_err(self.err())?;
+        for dir in &dirs {
+            let mut rows = scoped.query(params![dir, epic]).map_err(self.err())?;
+            while let Some(row) = rows.next().map_err(self.err())? {
+                take(row, &mut out).map_err(self.err())?;
+            }
         }
         Ok(out)
     }

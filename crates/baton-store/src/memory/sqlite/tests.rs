@@ -238,3 +238,35 @@ fn ten_thousand_memories_recall_within_the_budget() {
     assert!(!chosen.is_empty());
     assert!(baton_core::memory::recall::tokens(&section) <= 120);
 }
+
+#[test]
+fn a_glob_is_found_through_the_directory_it_starts_in() {
+    assert_eq!(glob_dir("src/db/**"), "src/db/");
+    assert_eq!(glob_dir("./src/db/*.rs"), "src/db/");
+    assert_eq!(glob_dir("src/db_*.rs"), "src/");
+    assert_eq!(glob_dir("Cargo.toml"), "");
+    assert_eq!(glob_dir("**/*.sql"), "");
+    assert_eq!(dirs_of("src/db/pool.rs"), vec!["", "src/", "src/db/"]);
+    let mut m = store();
+    for glob in ["**/*.sql", "src/db_*.rs", "src/db/**", "docs/**"] {
+        let mut d = draft(Kind::Pattern, &format!("about {glob}"));
+        d.scope = Scope::files(vec![glob.to_owned()]);
+        m.remember(d, 0).unwrap();
+    }
+    let texts = |files: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = m
+            .candidates(&query(files), "", 0)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.text)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(texts(&["migrations/1.sql"]), vec!["about **/*.sql"]);
+    assert_eq!(
+        texts(&["src/db_pool.rs", "src/db/x.rs"]),
+        vec!["about src/db/**", "about src/db_*.rs"]
+    );
+    assert!(texts(&["src/web.rs"]).is_empty());
+}
