@@ -448,3 +448,68 @@ fn a_bmad_memlog_is_imported_as_memories() {
         bad.stderr
     );
 }
+
+#[test]
+fn an_answer_with_a_reason_is_a_decision_and_a_choice_against_the_recommendation_a_preference() {
+    let p = super::sprint::escalating_project(2);
+    baton(&p, &["trust"]).expect_code(0);
+    baton(&p, &["sprint", "--yolo", "--batch", "2"]).expect_code(3);
+    let open = baton(&p, &["escalations", "--json"]).expect_code(0);
+    let open: Value = serde_json::from_str(&open.stdout).expect("JSON");
+    let id = open[0]["id"].as_i64().expect("an open escalation");
+    let answered = baton(
+        &p,
+        &[
+            "answer",
+            &id.to_string(),
+            "2",
+            "--why",
+            "the rest is tracked in #41",
+            "--remember",
+        ],
+    )
+    .expect_code(0);
+    assert!(
+        answered.stdout.contains("remembered the decision"),
+        "{}",
+        answered.stdout
+    );
+    let by_source = |source: &str| -> Vec<Value> {
+        memories(&p)
+            .into_iter()
+            .filter(|m| m["source"] == source)
+            .collect()
+    };
+    let decisions = by_source("escalation");
+    assert_eq!(decisions.len(), 1, "{decisions:#?}");
+    assert_eq!(decisions[0]["kind"], "decision");
+    let text = decisions[0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("\"accept as is (mark done)\""), "{text}");
+    assert!(
+        text.ends_with("because: the rest is tracked in #41"),
+        "{text}"
+    );
+    let preferences: Vec<Value> = by_source("human-feedback");
+    assert_eq!(preferences.len(), 1, "{preferences:#?}");
+    assert!(
+        preferences[0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("over the recommended \"another fix round\""),
+        "{preferences:#?}"
+    );
+    // The first review's finding, gone from the second, was learned too.
+    assert_eq!(by_source("review-finding").len(), 1);
+
+    // The next story is reminded of the decision.
+    let (_, report, run) = sprint_json(&p, &["--yolo", "--allow-dirty", "--batch", "2"], 0);
+    assert_eq!(report["completed"], 2, "{}", run.describe());
+    let decision = decisions[0]["id"].as_i64().expect("id");
+    assert!(
+        recalled(&p, K2)
+            .iter()
+            .any(|(_, ids)| ids.contains(&decision)),
+        "{:?}",
+        recalled(&p, K2)
+    );
+}

@@ -803,7 +803,7 @@ fn a_fix_turn_waiting_for_other_findings_fails_the_story() {
 
 /// K1 fails every review up to round `fails`; K2 passes at once. With `max_review_rounds = 1`,
 /// K1 escalates after its first fix round.
-fn escalating_project(fails: u32) -> Project {
+pub(super) fn escalating_project(fails: u32) -> Project {
     let mut script = Script::new().create(K1).develop(K1, true);
     for round in 1..=fails {
         let issue = format!("round {round} finds a new problem (issue-{round}x)");
