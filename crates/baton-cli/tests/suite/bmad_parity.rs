@@ -539,3 +539,106 @@ fn bmads_retrospective_script_reads_and_updates_what_baton_wrote() {
     assert_eq!(bmad.problems(&p.sprint_path()), Vec::<String>::new());
     assert_eq!(baton_next(&p), bmad.recommendation(&p.sprint_path()));
 }
+
+#[test]
+fn a_memlog_written_by_bmads_own_script_becomes_memories() {
+    let Some(bmad) = bmad() else { return };
+    let p = Project::empty();
+    super::sprint::baton(&p, &["trust"]).expect_code(0);
+    let memlog = p.root().join("_bmad-output/brainstorming/.memlog.md");
+    let script = bmad
+        .dir
+        .join("node_modules/bmad-method/src/scripts/memlog.py");
+    let run = |args: &[&str]| {
+        let out = bmad
+            .python()
+            .arg(&script)
+            .args(args)
+            .arg("--path")
+            .arg(&memlog)
+            .output()
+            .expect("python3 runs");
+        assert!(
+            out.status.success(),
+            "memlog.py {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&[
+        "init",
+        "--field",
+        "topic=Onboarding --- for a budgeting app",
+    ]);
+    let entries: [(&str, Option<&str>, &str); 6] = [
+        ("note", None, "user picked techniques: SCAMPER"),
+        ("idea", Some("user"), "skip the signup wall"),
+        (
+            "insight",
+            None,
+            "real numbers (pre-categorized) calm people",
+        ),
+        (
+            "decision",
+            Some("user"),
+            "lead with one account;\n defer multi-account import",
+        ),
+        ("direction", None, "optimize for the anxious first-timer"),
+        ("event", None, "session complete"),
+    ];
+    for (kind, by, text) in entries {
+        let mut args = vec!["append", "--text", text, "--type", kind];
+        if let Some(by) = by {
+            args.extend(["--by", by]);
+        }
+        run(&args);
+    }
+    let imported = super::sprint::baton(
+        &p,
+        &["memory", "import", "_bmad-output/brainstorming/.memlog.md"],
+    )
+    .expect_code(0);
+    assert!(
+        imported.stdout.contains("6 entries read: 3 new memories"),
+        "{}",
+        imported.stdout
+    );
+    let listed = super::sprint::baton(&p, &["memory", "list", "--json"]).expect_code(0);
+    let listed: Value = serde_json::from_str(&listed.stdout).expect("JSON");
+    let mut got: Vec<(String, String, String)> = listed
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|m| {
+            (
+                m["kind"].as_str().unwrap_or_default().to_owned(),
+                m["text"].as_str().unwrap_or_default().to_owned(),
+                m["unit"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    got.sort();
+    let b = "brainstorming".to_owned();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "decision".into(),
+                "lead with one account; defer multi-account import".into(),
+                b.clone()
+            ),
+            (
+                "decision".into(),
+                "optimize for the anxious first-timer".into(),
+                b.clone()
+            ),
+            (
+                "pattern".into(),
+                "real numbers (pre-categorized) calm people".into(),
+                b
+            ),
+        ]
+    );
+    // baton never writes the memlog: it is BMad's script's file.
+    let text = std::fs::read_to_string(&memlog).expect("memlog");
+    assert_eq!(text.matches("\n- ").count(), 6, "{text}");
+}
