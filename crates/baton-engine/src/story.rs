@@ -22,6 +22,8 @@ const MAX_DECISIONS: usize = 1_000;
 
 /// Drives one story until it ends or waits for a human.
 pub async fn drive(ctx: &StoryCtx) -> Result<Ended, EngineError> {
+    // A person may have corrected the story's work while it waited.
+    crate::feedback::notice_reverts(ctx).await;
     for _ in 0..MAX_DECISIONS {
         let facts = ctx.load_facts()?;
         match decide(&facts) {

@@ -513,3 +513,93 @@ fn an_answer_with_a_reason_is_a_decision_and_a_choice_against_the_recommendation
         recalled(&p, K2)
     );
 }
+
+/// Runs git in the project.
+fn git(p: &Project, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(p.root())
+        .env("GIT_AUTHOR_NAME", "A Person")
+        .env("GIT_AUTHOR_EMAIL", "person@example.com")
+        .env("GIT_COMMITTER_NAME", "A Person")
+        .env("GIT_COMMITTER_EMAIL", "person@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_person_reverting_the_developers_change_is_remembered_in_yolo_and_offered_in_standard() {
+    // K1 pauses on its review rounds; meanwhile a person takes out a line the developer wrote.
+    let p = super::sprint::escalating_project(2);
+    baton(&p, &["trust"]).expect_code(0);
+    baton(&p, &["sprint", "--yolo", "--batch", "2"]).expect_code(3);
+    let file = format!("src/{K1}.rs");
+    assert_eq!(
+        std::fs::read_to_string(p.root().join(&file)).expect("dev wrote it"),
+        format!("// {K1}\n")
+    );
+    p.write(&file, "// written by hand\n");
+    git(&p, &["commit", "-qam", "take out the generated header"]);
+    let open = baton(&p, &["escalations", "--json"]).expect_code(0);
+    let id = serde_json::from_str::<Value>(&open.stdout).expect("JSON")[0]["id"]
+        .as_i64()
+        .expect("id");
+    baton(&p, &["answer", &id.to_string(), "1"]).expect_code(0);
+
+    let (events, report, run) = sprint_json(&p, &["--yolo", "--allow-dirty", "--batch", "2"], 0);
+    assert_eq!(report["completed"], 2, "{}", run.describe());
+    let noticed: Vec<&Value> = events
+        .iter()
+        .filter(|e| {
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("reverted the developer's change"))
+        })
+        .collect();
+    assert_eq!(noticed.len(), 1, "{events:#?}");
+    let prefs: Vec<Value> = memories(&p)
+        .into_iter()
+        .filter(|m| m["kind"] == "preference")
+        .collect();
+    assert_eq!(prefs.len(), 1, "{prefs:#?}");
+    assert_eq!(prefs[0]["importance"], 3);
+    assert_eq!(prefs[0]["scope"]["globs"], json!([file]));
+    assert!(
+        prefs[0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("removed \"// {K1}\"")),
+        "{prefs:#?}"
+    );
+}
+
+#[test]
+fn a_revert_in_standard_mode_is_offered_not_stored() {
+    let p = super::sprint::escalating_project(2);
+    baton(&p, &["trust"]).expect_code(0);
+    baton(&p, &["sprint", "--batch", "2"]).expect_code(3);
+    let file = format!("src/{K1}.rs");
+    p.write(&file, "// written by hand\n");
+    git(&p, &["commit", "-qam", "take out the generated header"]);
+    let open = baton(&p, &["escalations", "--json"]).expect_code(0);
+    let id = serde_json::from_str::<Value>(&open.stdout).expect("JSON")[0]["id"]
+        .as_i64()
+        .expect("id");
+    baton(&p, &["answer", &id.to_string(), "1", "--no-remember"]).expect_code(0);
+    let (events, _, _) = sprint_json(&p, &["--allow-dirty", "--batch", "2"], 3);
+    let offer = events
+        .iter()
+        .filter_map(|e| e["message"].as_str())
+        .find(|m| m.contains("reverted the developer's change"))
+        .unwrap_or_else(|| panic!("no offer: {events:#?}"));
+    assert!(
+        offer.contains(&format!("baton remember \"…\" --scope {file}")),
+        "{offer}"
+    );
+    assert!(memories(&p).iter().all(|m| m["kind"] != "preference"));
+}
