@@ -137,8 +137,13 @@ impl Memory {
         })
     }
 
-    /// Stores `draft` (and sends it to the external backend, or queues it there).
-    pub fn learn(&self, draft: Draft, now: i64) -> Result<Curated, MemoryError> {
+    /// Stores `draft` (and sends it to the external backend, or queues it there), with every
+    /// configured secret masked first: a memory is put in front of agents and may leave the
+    /// machine.
+    pub fn learn(&self, mut draft: Draft, now: i64) -> Result<Curated, MemoryError> {
+        if let std::borrow::Cow::Owned(masked) = baton_core::secrets::redact(&draft.text) {
+            draft.text = masked;
+        }
         if let Some(ext) = &self.external
             && let Ok(mut ext) = ext.lock()
         {
@@ -230,6 +235,25 @@ mod tests {
         let recorded = m.with_store(|s| s.recalls("1-2-b")).unwrap();
         assert_eq!(recorded[0].memories, hit.ids);
         assert!(m.with_store(|s| s.recalls("1-3-c")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_secret_never_reaches_the_memory() {
+        baton_core::secrets::register(["sk-memory-test-0123456789"]);
+        let m = memory(300);
+        let id = m
+            .learn(
+                Draft::new(
+                    Kind::Preference,
+                    Source::HumanFeedback,
+                    "use the key sk-memory-test-0123456789 for staging",
+                ),
+                1,
+            )
+            .unwrap()
+            .id();
+        let stored = m.with_store(|s| s.get(id)).unwrap().unwrap();
+        assert!(!stored.text.contains("sk-memory-test"), "{}", stored.text);
     }
 
     #[test]
