@@ -454,9 +454,7 @@ fn an_answer_with_a_reason_is_a_decision_and_a_choice_against_the_recommendation
     let p = super::sprint::escalating_project(2);
     baton(&p, &["trust"]).expect_code(0);
     baton(&p, &["sprint", "--yolo", "--batch", "2"]).expect_code(3);
-    let open = baton(&p, &["escalations", "--json"]).expect_code(0);
-    let open: Value = serde_json::from_str(&open.stdout).expect("JSON");
-    let id = open[0]["id"].as_i64().expect("an open escalation");
+    let id = open_escalation(&p);
     let answered = baton(
         &p,
         &[
@@ -514,6 +512,13 @@ fn an_answer_with_a_reason_is_a_decision_and_a_choice_against_the_recommendation
     );
 }
 
+/// The id of the one open escalation.
+fn open_escalation(p: &Project) -> i64 {
+    let open = baton(p, &["escalations", "--json"]).expect_code(0);
+    let open: Value = serde_json::from_str(&open.stdout).expect("JSON");
+    open[0]["id"].as_i64().expect("an open escalation")
+}
+
 /// Runs git in the project.
 fn git(p: &Project, args: &[&str]) {
     let out = std::process::Command::new("git")
@@ -545,10 +550,7 @@ fn a_person_reverting_the_developers_change_is_remembered_in_yolo_and_offered_in
     );
     p.write(&file, "// written by hand\n");
     git(&p, &["commit", "-qam", "take out the generated header"]);
-    let open = baton(&p, &["escalations", "--json"]).expect_code(0);
-    let id = serde_json::from_str::<Value>(&open.stdout).expect("JSON")[0]["id"]
-        .as_i64()
-        .expect("id");
+    let id = open_escalation(&p);
     baton(&p, &["answer", &id.to_string(), "1"]).expect_code(0);
 
     let (events, report, run) = sprint_json(&p, &["--yolo", "--allow-dirty", "--batch", "2"], 0);
@@ -586,10 +588,7 @@ fn a_revert_in_standard_mode_is_offered_not_stored() {
     let file = format!("src/{K1}.rs");
     p.write(&file, "// written by hand\n");
     git(&p, &["commit", "-qam", "take out the generated header"]);
-    let open = baton(&p, &["escalations", "--json"]).expect_code(0);
-    let id = serde_json::from_str::<Value>(&open.stdout).expect("JSON")[0]["id"]
-        .as_i64()
-        .expect("id");
+    let id = open_escalation(&p);
     baton(&p, &["answer", &id.to_string(), "1", "--no-remember"]).expect_code(0);
     let (events, _, _) = sprint_json(&p, &["--allow-dirty", "--batch", "2"], 3);
     let offer = events
