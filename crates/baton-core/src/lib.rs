@@ -8,6 +8,7 @@
 //! every front end.
 
 pub mod actor;
+pub mod autopilot;
 pub mod budget;
 pub mod dispatch;
 pub mod epic;

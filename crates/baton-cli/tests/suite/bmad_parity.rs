@@ -642,3 +642,63 @@ fn a_memlog_written_by_bmads_own_script_becomes_memories() {
     let text = std::fs::read_to_string(&memlog).expect("memlog");
     assert_eq!(text.matches("\n- ").count(), 6, "{text}");
 }
+
+/// Every markdown file of BMad's installed package, relative to it, sorted.
+fn markdown_files(dir: &Path, root: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            markdown_files(&path, root, out);
+        } else if path.extension().is_some_and(|x| x == "md") {
+            out.push(path.strip_prefix(root).unwrap_or(&path).to_path_buf());
+        }
+    }
+}
+
+#[test]
+fn the_menu_detector_over_every_markdown_file_of_bmads_skills_is_pinned() {
+    use baton_core::autopilot::menu::detect;
+    let Some(bmad) = bmad() else { return };
+    let root = bmad.dir.join("node_modules/bmad-method/src");
+    let mut files = Vec::new();
+    markdown_files(&root, &root, &mut files);
+    files.sort();
+    assert!(files.len() > 100, "{} markdown files", files.len());
+    let mut report = String::new();
+    let mut whole_hits = 0;
+    for rel in &files {
+        let text = std::fs::read_to_string(root.join(rel)).unwrap_or_default();
+        // A skill's file documents menus (in instructions, fences and examples); read whole,
+        // it is not one.
+        let whole = detect(&text);
+        if whole.is_menu() {
+            whole_hits += 1;
+            report.push_str(&format!("WHOLE FILE {} {}\n", rel.display(), whole.score));
+        }
+        // What a skill tells the agent to display is what the agent's turn will end with.
+        for line in text.lines() {
+            let Some(shown) = line.trim().strip_prefix("Display:") else {
+                continue;
+            };
+            let shown = shown.trim().trim_matches(['"', '`']);
+            if shown.is_empty() {
+                continue;
+            }
+            let d = detect(shown);
+            report.push_str(&format!(
+                "{} {:>3} {} | {}\n",
+                if d.is_menu() { "MENU" } else { "----" },
+                d.score,
+                rel.display(),
+                shown
+            ));
+        }
+    }
+    assert_eq!(whole_hits, 0, "{report}");
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!("bmad_skill_menus", report));
+}
