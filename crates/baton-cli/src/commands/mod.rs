@@ -13,6 +13,7 @@ mod plan;
 pub(crate) mod plumbing;
 mod policy;
 mod sdd;
+mod serve;
 mod set;
 mod sprint;
 mod sprint_plan;
@@ -59,6 +60,7 @@ pub fn run(cli: Cli) -> Result<Code> {
         Command::Sdd(args) => sdd::run(&root, &args),
         Command::Escalations(args) => sprint::escalations(&root, &args),
         Command::Answer(args) => sprint::answer(&root, &args),
+        Command::Serve(args) => serve::run(&root, &args),
         Command::Tdd(args) => tdd::run(&root, &args),
         Command::Guard(args) => guard::run(&root, &args),
         Command::Plan(args) | Command::Chat(args) => plan::run(&root, &args),
