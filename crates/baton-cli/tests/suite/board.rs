@@ -1,0 +1,710 @@
+//! `baton serve` end to end: the real binary serving a real project (git, the sprint file, the
+//! SQLite journal) while `baton sprint` runs in another process; requests are plain HTTP/1.1
+//! over a socket, and the browser tests drive Debian's Chromium over WebDriver.
+//!
+//! The browser tests need `chromium` and `chromedriver` on the `PATH` (`apt-get install -y
+//! chromium chromium-driver`); without them they print a `SKIPPED:` notice, unless
+//! `BATON_TEST_BROWSER_REQUIRED=1` (set by `.ci/run`) makes a missing browser a failure.
+
+use super::common::Project;
+use super::sprint::{
+    K1, K2, Script, Toml, baton, command, fail_verdict, open_escalations, pass_verdict, re,
+    sprint_project, statuses,
+};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// A hang guard for waiting on the server or a run, never a timing assertion.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+// ---------------------------------------------------------------------------------------------
+// The server.
+
+/// A running `baton serve`, killed when dropped.
+struct Server {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    addr: String,
+    /// The access token (printed once, or the one given in the environment).
+    token: String,
+    /// What it printed before serving.
+    banner: String,
+}
+
+impl Server {
+    fn start(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut all = vec!["serve"];
+        if !args.contains(&"--listen") {
+            all.extend(["--listen", "127.0.0.1:0"]);
+        }
+        all.extend_from_slice(args);
+        let mut cmd = command(p, &all);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("baton serve starts");
+        let mut out = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut banner = String::new();
+        loop {
+            let mut line = String::new();
+            if out.read_line(&mut line).unwrap_or(0) == 0 {
+                let _ = child.kill();
+                panic!("`baton serve` ended before serving:\n{banner}");
+            }
+            banner.push_str(&line);
+            if line.starts_with("stop with") {
+                break;
+            }
+        }
+        // Keep draining stdout so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = out.read_to_end(&mut sink);
+        });
+        let url = banner
+            .lines()
+            .find_map(|l| l.strip_prefix("board: "))
+            .expect("the banner names the board's address");
+        let rest = url.strip_prefix("http://").expect("http URL");
+        let (hostport, query) = rest.split_once('/').expect("a path");
+        let token = query
+            .strip_prefix("?token=")
+            .map(str::to_owned)
+            .or_else(|| {
+                env.iter()
+                    .find(|(k, _)| *k == "BATON_SERVE_TOKEN")
+                    .map(|(_, v)| (*v).to_owned())
+            })
+            .unwrap_or_default();
+        let port = hostport.rsplit_once(':').expect("a port").1;
+        Server {
+            child,
+            addr: format!("127.0.0.1:{port}"),
+            token,
+            banner,
+        }
+    }
+
+    fn get(&self, path: &str, headers: &[(&str, &str)]) -> Reply {
+        http(&self.addr, "GET", path, headers, None)
+    }
+
+    fn json(&self, path: &str) -> Value {
+        let r = self.get(path, &[("accept", "application/json")]);
+        assert_eq!(r.status, 200, "GET {path}: {}", r.body);
+        serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("GET {path}: {e}: {}", r.body))
+    }
+
+    fn cookie(&self) -> String {
+        format!("baton_token={}", self.token)
+    }
+
+    /// The CSRF token of the escalations page.
+    fn csrf(&self) -> String {
+        let page = self.get("/escalations", &[]);
+        let at = page
+            .body
+            .find("name=\"baton-csrf\" content=\"")
+            .expect("the page carries its CSRF token");
+        page.body[at + 27..at + 27 + 64].to_owned()
+    }
+
+    fn answer(&self, id: &str, form: &str, headers: &[(&str, &str)]) -> Reply {
+        let mut all = vec![("content-type", "application/x-www-form-urlencoded")];
+        all.extend_from_slice(headers);
+        http(
+            &self.addr,
+            "POST",
+            &format!("/escalations/{id}/answer"),
+            &all,
+            Some(form),
+        )
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// An HTTP answer.
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn send(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> BufReader<TcpStream> {
+    let mut s = TcpStream::connect(addr).expect("connect to the board");
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nconnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if let Some(b) = body {
+        req.push_str(&format!("content-length: {}\r\n", b.len()));
+    }
+    req.push_str("\r\n");
+    req.push_str(body.unwrap_or_default());
+    s.write_all(req.as_bytes()).unwrap();
+    BufReader::new(s)
+}
+
+fn read_head(r: &mut BufReader<TcpStream>) -> (u16, Vec<(String, String)>) {
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP status line: {line:?}"));
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h).unwrap();
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.push((k.trim().to_lowercase(), v.trim().to_owned()));
+        }
+    }
+    (status, headers)
+}
+
+/// One chunk of a chunked body; `None` at its end.
+fn read_chunk(r: &mut BufReader<TcpStream>) -> Option<Vec<u8>> {
+    let mut size = String::new();
+    if r.read_line(&mut size).ok()? == 0 {
+        return None;
+    }
+    let n = usize::from_str_radix(size.trim(), 16).ok()?;
+    if n == 0 {
+        return None;
+    }
+    let mut buf = vec![0; n + 2];
+    r.read_exact(&mut buf).ok()?;
+    buf.truncate(n);
+    Some(buf)
+}
+
+fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Reply {
+    let mut r = send(addr, method, path, headers, body);
+    let (status, headers) = read_head(&mut r);
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let mut bytes = Vec::new();
+    if chunked {
+        while let Some(c) = read_chunk(&mut r) {
+            bytes.extend(c);
+        }
+    } else {
+        let _ = r.read_to_end(&mut bytes);
+    }
+    Reply {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
+/// A server-sent event.
+#[derive(Debug, Clone)]
+struct Sse {
+    id: Option<i64>,
+    event: String,
+    data: Value,
+}
+
+/// Reads `/events` (with `headers`) until `done` says enough; the events read.
+fn read_events(
+    addr: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    done: impl Fn(&[Sse]) -> bool,
+) -> Vec<Sse> {
+    let mut r = send(addr, "GET", path, headers, None);
+    let (status, _) = read_head(&mut r);
+    assert_eq!(status, 200, "GET {path}");
+    let started = Instant::now();
+    let mut text = String::new();
+    let mut out: Vec<Sse> = Vec::new();
+    while !done(&out) {
+        assert!(
+            started.elapsed() < PATIENCE,
+            "the event stream stalled: {out:#?}"
+        );
+        let chunk = read_chunk(&mut r).expect("the stream goes on");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = text.find("\n\n") {
+            let block: String = text.drain(..end + 2).collect();
+            let mut e = Sse {
+                id: None,
+                event: "message".into(),
+                data: Value::Null,
+            };
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    e.id = v.parse().ok();
+                } else if let Some(v) = line.strip_prefix("event: ") {
+                    e.event = v.to_owned();
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data.push_str(v);
+                }
+            }
+            if !data.is_empty() {
+                e.data = serde_json::from_str(&data).unwrap_or(Value::Null);
+                out.push(e);
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Projects.
+
+/// Adds `ms` of model latency to every turn, so a run lasts long enough to be watched.
+fn slowed(mut script: Script, ms: u64) -> Script {
+    for t in &mut script.turns {
+        t["delay_ms"] = Value::from(ms);
+    }
+    script
+}
+
+/// K1 fails its first review and, with `max_review_rounds = 1`, escalates after its fix round;
+/// answered "another fix round", it passes; K2 passes at once.
+fn escalating(delay_ms: u64) -> Project {
+    let issue = "round 1 finds a problem (issue-1x)";
+    let issue2 = "round 2 finds another (issue-2x)";
+    let script = Script::new()
+        .create(K1)
+        .develop(K1, true)
+        .review(K1, 1, &fail_verdict(issue))
+        .fix(K1, 1, &re(issue), true)
+        .review(K1, 2, &fail_verdict(issue2))
+        .fix(K1, 2, &re(issue2), true)
+        .review(K1, 3, &pass_verdict("fixed at last"))
+        .straight(K2);
+    sprint_project(
+        Toml {
+            sprint: "max_review_rounds = 1",
+            ..Toml::default()
+        },
+        &slowed(script, delay_ms),
+    )
+}
+
+/// Where a story's card is on the board (its column), from the board's JSON.
+fn column_of(board: &Value, key: &str) -> Option<String> {
+    for lane in board["lanes"].as_array()? {
+        for col in lane["columns"].as_array()? {
+            if col["cards"].as_array()?.iter().any(|c| c["key"] == key) {
+                return col["status"].as_str().map(str::to_owned);
+            }
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pages and their JSON twins.
+
+#[test]
+fn a_finished_run_is_shown_from_the_journal_alone() {
+    let p = escalating(0);
+    baton(&p, &["sprint", "--yolo", "--batch", "2"]).expect_code(3);
+    let id = open_escalations(&p)[0]["id"].to_string();
+    baton(&p, &["answer", &id, "1"]).expect_code(0);
+    baton(&p, &["sprint", "--yolo", "--allow-dirty", "--batch", "2"]).expect_code(0);
+    let server = Server::start(&p, &[], &[]);
+
+    let board = server.json("/");
+    assert_eq!(board["stories"], 3, "{board:#}");
+    assert_eq!(column_of(&board, K1).as_deref(), Some("done"), "{board:#}");
+    assert_eq!(column_of(&board, K2).as_deref(), Some("done"), "{board:#}");
+    assert_eq!(board["open_escalations"], 0);
+    assert!(board["seq"].as_i64().unwrap() > 0, "{board:#}");
+
+    let story = server.json(&format!("/story/{K1}"));
+    let stages: Vec<&str> = story["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(stages.first(), Some(&"create"), "{story:#}");
+    assert!(stages.contains(&"fix"), "{stages:?}");
+    assert!(
+        story["steps"][0]["model"] == "script/t" && story["steps"][0]["agent"] == "scrum-master",
+        "{story:#}"
+    );
+    let subjects: Vec<&str> = story["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["subject"].as_str().unwrap())
+        .collect();
+    assert!(
+        subjects.contains(&"story(1-1): fix round 1"),
+        "{subjects:?}"
+    );
+    assert!(
+        story["commits"][0]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("diff --git")
+    );
+    let severities: Vec<&str> = story["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["severity"].as_str().unwrap())
+        .collect();
+    assert!(severities.contains(&"blocking"), "{story:#}");
+    assert_eq!(story["escalations"][0]["answer"], "another fix round");
+    assert!(!story["activity"].as_array().unwrap().is_empty());
+
+    let runs = server.json("/runs");
+    let kinds: Vec<&str> = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["completed", "paused"], "{runs:#}");
+    let agents = runs["agents"].as_array().unwrap();
+    assert!(!agents.is_empty(), "{runs:#}");
+    assert!(
+        agents
+            .iter()
+            .all(|a| a["backend"] == "script" && a["finished"].is_string())
+    );
+    assert!(
+        agents.iter().any(|a| a["input_tokens"].as_u64() > Some(0)),
+        "{runs:#}"
+    );
+
+    let esc = server.json("/escalations");
+    assert_eq!(esc["open"], Value::Array(vec![]));
+    assert_eq!(esc["answered"][0]["answer"], "another fix round");
+    server.json("/plan");
+
+    // The HTML pages render and name what they show.
+    for (path, needle) in [
+        ("/", K1),
+        (&format!("/story/{K1}")[..], "story(1-1): create"),
+        ("/runs", "completed"),
+        ("/escalations", "another fix round"),
+        ("/plan", "Planning folder"),
+    ] {
+        let r = server.get(path, &[]);
+        assert_eq!(r.status, 200, "{path}");
+        assert!(r.body.contains(needle), "{path} lacks {needle:?}");
+        assert!(r.header("content-security-policy").is_some(), "{path}");
+    }
+    // Unknown things are 404s that say what is missing, as HTML and as JSON.
+    let r = server.get("/story/9-9-nope", &[("accept", "application/json")]);
+    assert_eq!(r.status, 404);
+    assert!(r.body.contains("no story `9-9-nope`"), "{}", r.body);
+    for path in [
+        "/plan/..%2F..%2Fbaton.toml",
+        "/plan/prd",
+        "/story/..%2Fbaton.toml",
+        "/nope",
+    ] {
+        assert_eq!(server.get(path, &[]).status, 404, "{path}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answering, and what is refused.
+
+#[test]
+fn answering_from_the_board_is_baton_answer_and_refusals_change_nothing() {
+    let p = escalating(0);
+    baton(&p, &["sprint", "--yolo", "--batch", "2"]).expect_code(3);
+    let open = open_escalations(&p);
+    assert_eq!(open.len(), 1);
+    let id = open[0]["id"].to_string();
+
+    let server = Server::start(&p, &[], &[]);
+    assert!(server.banner.contains(&server.token), "{}", server.banner);
+    let card = &server.json("/escalations")["open"][0];
+    assert_eq!(card["recommended"], "another-round", "{card:#}");
+    assert_eq!(card["options"][0]["label"], "another fix round");
+
+    let csrf = server.csrf();
+    let cookie = server.cookie();
+    let host = server.addr.clone();
+    let origin = format!("http://{host}");
+    let form = format!("choice=another-round&csrf={csrf}");
+    let unchanged = |why: &str| {
+        let open = open_escalations(&p);
+        assert_eq!(open.len(), 1, "{why} changed the escalation");
+        assert!(open[0]["answer"].is_null(), "{why}");
+    };
+    // No token, a wrong one.
+    let r = server.answer(&id, &form, &[("origin", &origin)]);
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(r.body.contains("access token"), "{}", r.body);
+    unchanged("no token");
+    let r = server.answer(
+        &id,
+        &form,
+        &[("cookie", "baton_token=wrong"), ("origin", &origin)],
+    );
+    assert_eq!(r.status, 401);
+    unchanged("a wrong token");
+    // No CSRF token, a wrong one.
+    let r = server.answer(&id, "choice=1", &[("cookie", &cookie), ("origin", &origin)]);
+    assert_eq!(r.status, 403);
+    assert!(r.body.contains("CSRF"), "{}", r.body);
+    unchanged("no CSRF token");
+    let r = server.answer(&id, "choice=1&csrf=forged", &[("cookie", &cookie)]);
+    assert_eq!(r.status, 403);
+    unchanged("a forged CSRF token");
+    // Another origin, even with the token and the CSRF token.
+    let r = server.answer(
+        &id,
+        &form,
+        &[("cookie", &cookie), ("origin", "http://evil.example")],
+    );
+    assert_eq!(r.status, 403);
+    assert!(r.body.contains("evil.example"), "{}", r.body);
+    unchanged("another origin");
+    let r = server.answer(
+        &id,
+        &form,
+        &[("cookie", &cookie), ("sec-fetch-site", "cross-site")],
+    );
+    assert_eq!(r.status, 403);
+    unchanged("a cross-site fetch");
+    // A Host that is not the board's (DNS rebinding).
+    let r = server.answer(&id, &form, &[("cookie", &cookie), ("host", "evil.example")]);
+    assert_eq!(r.status, 421);
+    unchanged("another host");
+    // An unknown escalation, a choice that is not an option.
+    let json = ("accept", "application/json");
+    let r = server.answer("99", &form, &[("cookie", &cookie), json]);
+    assert_eq!(r.status, 404);
+    assert!(r.body.contains("no escalation #99"), "{}", r.body);
+    let r = server.answer(
+        &id,
+        &format!("choice=dance&csrf={csrf}"),
+        &[("cookie", &cookie), json],
+    );
+    assert_eq!(r.status, 422);
+    assert!(r.body.contains("not an option"), "{}", r.body);
+    unchanged("a wrong choice");
+
+    // The answer, from the page's own origin: recorded as `baton answer` records it.
+    let r = server.answer(&id, &form, &[("cookie", &cookie), ("origin", &origin)]);
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert_eq!(
+        r.header("location"),
+        Some(&*format!("/escalations?answered={id}"))
+    );
+    assert!(open_escalations(&p).is_empty());
+    let all = super::common::parse_json(&baton(&p, &["escalations", "--all", "--json"]));
+    assert_eq!(all[0]["answer"], "another fix round", "{all:#}");
+    // A stale page answering again.
+    let r = server.answer(
+        &id,
+        &format!("choice=accept&csrf={csrf}"),
+        &[("cookie", &cookie), json],
+    );
+    assert_eq!(r.status, 409);
+    assert!(
+        r.body.contains("already answered: another fix round"),
+        "{}",
+        r.body
+    );
+    let all = super::common::parse_json(&baton(&p, &["escalations", "--all", "--json"]));
+    assert_eq!(all[0]["answer"], "another fix round");
+
+    // The next sprint acts on it.
+    baton(&p, &["sprint", "--yolo", "--allow-dirty", "--batch", "2"]).expect_code(0);
+    let st = statuses(&p);
+    assert_eq!((st[K1].as_str(), st[K2].as_str()), ("done", "done"));
+}
+
+#[test]
+fn a_read_only_board_answers_nothing() {
+    let p = escalating(0);
+    baton(&p, &["sprint", "--yolo", "--batch", "2"]).expect_code(3);
+    let id = open_escalations(&p)[0]["id"].to_string();
+    let server = Server::start(&p, &["--read-only"], &[]);
+    assert!(server.banner.contains("read-only"), "{}", server.banner);
+    let csrf = server.csrf();
+    let r = server.answer(
+        &id,
+        &format!("choice=1&csrf={csrf}"),
+        &[("cookie", &server.cookie())],
+    );
+    assert_eq!(r.status, 403);
+    assert!(r.body.contains("read-only"), "{}", r.body);
+    assert_eq!(open_escalations(&p).len(), 1);
+    assert!(
+        server
+            .get("/escalations", &[])
+            .body
+            .contains("<fieldset disabled>")
+    );
+}
+
+#[test]
+fn a_board_off_loopback_needs_its_token_on_every_page() {
+    let p = escalating(0);
+    let token = "a-long-enough-token-0123456789";
+    let server = Server::start(
+        &p,
+        &["--listen", "0.0.0.0:0"],
+        &[("BATON_SERVE_TOKEN", token)],
+    );
+    assert!(
+        !server.banner.contains(token),
+        "a token from the environment is printed:\n{}",
+        server.banner
+    );
+    for path in [
+        "/",
+        "/runs",
+        "/escalations",
+        "/plan",
+        "/events",
+        &format!("/story/{K1}"),
+    ] {
+        let r = server.get(path, &[]);
+        assert_eq!(r.status, 401, "{path} without a token");
+        let r = server.get(path, &[("authorization", "Bearer not-the-token-at-all")]);
+        assert_eq!(r.status, 401, "{path} with a wrong token");
+    }
+    let bearer = format!("Bearer {token}");
+    assert_eq!(server.get("/", &[("authorization", &bearer)]).status, 200);
+    assert_eq!(server.get("/?token=wrong", &[]).status, 401);
+    let r = server.get(&format!("/runs?token={token}"), &[]);
+    assert_eq!(r.status, 303);
+    assert_eq!(r.header("location"), Some("/runs"));
+    let cookie = r.header("set-cookie").unwrap();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    assert_eq!(
+        server.get("/runs", &[("cookie", &server.cookie())]).status,
+        200
+    );
+
+    // A token too short to guess is refused at start.
+    let mut cmd = command(&p, &["serve", "--listen", "127.0.0.1:0"]);
+    cmd.env("BATON_SERVE_TOKEN", "short");
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 16"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Live events.
+
+#[test]
+fn events_catch_up_from_last_event_id_after_the_server_restarts_mid_run() {
+    let p = escalating(150);
+    let mut first = Server::start(&p, &[], &[]);
+    // A malformed resume point is refused, not read as "from the start".
+    for bad in ["abc", "-3", "1e9"] {
+        let r = first.get("/events", &[("last-event-id", bad)]);
+        assert_eq!(r.status, 400, "Last-Event-ID {bad}");
+        assert!(r.body.contains("not an event number"), "{}", r.body);
+    }
+    assert_eq!(first.get("/events?after=x", &[]).status, 400);
+
+    let mut sprint = command(&p, &["sprint", "--yolo", "--batch", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Follow the run live from the start, then lose the server mid-run.
+    let before = read_events(&first.addr, "/events?after=0", &[], |seen| seen.len() >= 12);
+    first.kill();
+    let last = before.last().unwrap().id.unwrap();
+
+    let started = Instant::now();
+    let code = loop {
+        if let Some(st) = sprint.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(started.elapsed() < PATIENCE, "the sprint hangs");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(3), "the run pauses on its escalation");
+
+    let second = Server::start(&p, &[], &[]);
+    let end = second.json("/")["seq"].as_i64().unwrap();
+    assert!(end > last, "the run went on after the first server died");
+    let resumed_from = last.to_string();
+    let after = read_events(
+        &second.addr,
+        "/events",
+        &[("last-event-id", &resumed_from)],
+        |seen| seen.last().and_then(|e| e.id) >= Some(end),
+    );
+    let every = read_events(&second.addr, "/events?after=0", &[], |seen| {
+        seen.last().and_then(|e| e.id) >= Some(end)
+    });
+    let ids = |v: &[Sse]| v.iter().filter_map(|e| e.id).collect::<Vec<_>>();
+    let mut joined = ids(&before);
+    joined.extend(ids(&after));
+    assert_eq!(joined, ids(&every), "caught up with a gap or a repeat");
+    assert!(
+        after.iter().any(|e| e.event == "escalation"),
+        "the catch-up holds the escalation"
+    );
+    let e = after.iter().find(|e| e.event == "transition").unwrap();
+    assert_eq!(e.data["seq"].as_i64(), e.id);
+    assert!(
+        e.data["body"]["key"].is_string() && e.data["run"].is_string(),
+        "{e:?}"
+    );
+}
