@@ -94,6 +94,11 @@
     a.href = "/escalations#escalation-" + id;
     a.textContent = "escalation #" + id;
     card.querySelector(".badges").appendChild(a);
+    var count = document.getElementById("open-escalations");
+    if (count) {
+      var n = (parseInt(count.textContent, 10) || 0) + 1;
+      count.textContent = n + " open escalation" + (n === 1 ? "" : "s");
+    }
   }
 
   // The story page: its transcript grows.

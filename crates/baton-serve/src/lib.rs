@@ -177,8 +177,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-/// Headers every answer carries: no framing, no sniffing, no referrer (a `?token=` link must not
-/// leak), and only the board's own script and style.
+/// Headers every answer carries: no framing, no sniffing, no referrer to other sites (a `?token=`
+/// link must not leak; `no-referrer` would also turn the `Origin` of the board's own forms into
+/// `null`), and only the board's own script and style.
 async fn hardened(mut response: axum::response::Response) -> axum::response::Response {
     use axum::http::{HeaderValue, header};
     let h = response.headers_mut();
@@ -195,7 +196,7 @@ async fn hardened(mut response: axum::response::Response) -> axum::response::Res
     );
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     response

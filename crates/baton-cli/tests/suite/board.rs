@@ -708,3 +708,442 @@ fn events_catch_up_from_last_event_id_after_the_server_restarts_mid_run() {
         "{e:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// In a real browser.
+
+mod browser {
+    use super::*;
+    use fantoccini::key::Key;
+    use fantoccini::{Client, ClientBuilder, Locator};
+    use std::path::{Path, PathBuf};
+
+    /// Chromium and its WebDriver, if installed.
+    fn installed() -> Option<(PathBuf, PathBuf)> {
+        let find = |names: &[&str]| {
+            names
+                .iter()
+                .map(PathBuf::from)
+                .find(|p| p.is_file())
+                .or_else(|| {
+                    let path = std::env::var_os("PATH")?;
+                    std::env::split_paths(&path)
+                        .flat_map(|d| names.iter().map(move |n| d.join(n)))
+                        .find(|p| p.is_file())
+                })
+        };
+        Some((
+            find(&["/usr/bin/chromium", "chromium"])?,
+            find(&["/usr/bin/chromedriver", "chromedriver"])?,
+        ))
+    }
+
+    /// Chromium and chromedriver, or `None` (with a notice) when a local run lacks them.
+    fn browser_or_skip(test: &str) -> Option<(PathBuf, PathBuf)> {
+        let found = installed();
+        if found.is_none() {
+            assert!(
+                std::env::var("BATON_TEST_BROWSER_REQUIRED").as_deref() != Ok("1"),
+                "BATON_TEST_BROWSER_REQUIRED=1 but chromium or chromedriver is missing \
+                 (apt-get install -y chromium chromium-driver)"
+            );
+            eprintln!(
+                "SKIPPED: {test}: no chromium and chromedriver (apt-get install -y chromium \
+                 chromium-driver)"
+            );
+        }
+        found
+    }
+
+    /// A chromedriver on a free port, killed when dropped.
+    struct Driver {
+        child: Child,
+        url: String,
+        _profile: tempfile::TempDir,
+        chromium: PathBuf,
+    }
+
+    impl Drop for Driver {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    impl Driver {
+        fn start(chromium: PathBuf, driver: &Path) -> Driver {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let child = std::process::Command::new(driver)
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("chromedriver starts");
+            let started = Instant::now();
+            while TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(started.elapsed() < PATIENCE, "chromedriver never listened");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Driver {
+                child,
+                url: format!("http://127.0.0.1:{port}"),
+                _profile: tempfile::tempdir().unwrap(),
+                chromium,
+            }
+        }
+
+        async fn session(&self) -> Client {
+            let caps = serde_json::json!({
+                "goog:chromeOptions": {
+                    "binary": self.chromium,
+                    "args": [
+                        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                        "--no-first-run", "--disable-background-networking",
+                        "--disable-component-update", "--disable-sync",
+                        "--window-size=1400,1000",
+                        format!("--user-data-dir={}", self._profile.path().display()),
+                    ]
+                }
+            });
+            let Value::Object(caps) = caps else {
+                unreachable!()
+            };
+            ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+                .capabilities(caps)
+                .connect(&self.url)
+                .await
+                .expect("a WebDriver session")
+        }
+    }
+
+    async fn js(c: &Client, script: &str) -> Value {
+        c.execute(script, vec![]).await.expect(script)
+    }
+
+    /// The column holding `key`'s card on the open board page.
+    async fn column(c: &Client, key: &str) -> Option<String> {
+        let v = js(
+            c,
+            &format!(
+                "var e = document.getElementById('story-{key}'); \
+                 return e ? e.closest('.column').dataset.column : null;"
+            ),
+        )
+        .await;
+        v.as_str().map(str::to_owned)
+    }
+
+    /// Polls `check` until it is true; a hang guard, not a timing assertion.
+    async fn until<F: Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
+        let started = Instant::now();
+        while !check().await {
+            assert!(started.elapsed() < PATIENCE, "never happened: {what}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Every form control has a label, every link and button a name, and text on its
+    /// background has a contrast of at least 4.5:1 (WCAG AA); the failures, if any.
+    const AUDIT: &str = r#"
+        var bad = [];
+        document.querySelectorAll('input:not([type=hidden]), select, textarea').forEach(function (e) {
+          var labelled = (e.id && document.querySelector('label[for="' + e.id + '"]')) ||
+            e.closest('label') || e.getAttribute('aria-label') || e.getAttribute('aria-labelledby');
+          if (!labelled) { bad.push('no label: ' + e.outerHTML.slice(0, 80)); }
+        });
+        document.querySelectorAll('a, button').forEach(function (e) {
+          if (!(e.textContent.trim() || e.getAttribute('aria-label'))) {
+            bad.push('no name: ' + e.outerHTML.slice(0, 80));
+          }
+        });
+        function rgb(s) { var m = s.match(/[\d.]+/g) || [0, 0, 0, 0]; return m.map(Number); }
+        function lum(c) {
+          var a = c.slice(0, 3).map(function (v) { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+          return 0.2126 * a[0] + 0.7152 * a[1] + 0.0722 * a[2];
+        }
+        function background(e) {
+          for (; e; e = e.parentElement) {
+            var c = rgb(getComputedStyle(e).backgroundColor);
+            if (c.length < 4 || c[3] > 0) { return c; }
+          }
+          return [255, 255, 255, 1];
+        }
+        document.querySelectorAll('body *').forEach(function (e) {
+          var text = Array.prototype.some.call(e.childNodes, function (n) { return n.nodeType === 3 && n.textContent.trim(); });
+          var r = e.getBoundingClientRect();
+          if (!text || r.width < 2 || r.height < 2 || e.closest('.visually-hidden, .skip, script')) { return; }
+          var fg = lum(rgb(getComputedStyle(e).color)), bg = lum(background(e));
+          var ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+          if (ratio < 4.5) { bad.push('contrast ' + ratio.toFixed(2) + ': ' + e.outerHTML.slice(0, 80)); }
+        });
+        return bad;
+    "#;
+
+    async fn audit(c: &Client, page: &str) {
+        let bad = js(c, AUDIT).await;
+        assert_eq!(bad, Value::Array(vec![]), "accessibility of {page}");
+    }
+
+    /// Writes a screenshot of the open page under `target/board-screenshots/` and checks it is
+    /// a PNG of the window's size.
+    async fn screenshot(c: &Client, name: &str) -> PathBuf {
+        let png = c.screenshot().await.expect("a screenshot");
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{name} is not a PNG");
+        let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+        let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+        assert!(width >= 1000 && height >= 600, "{name}: {width}x{height}");
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .parent()
+            .unwrap()
+            .join("board-screenshots");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{name}.png"));
+        std::fs::write(&path, png).unwrap();
+        path
+    }
+
+    /// Asserts `css` matches an element that is displayed with a size.
+    async fn visible(c: &Client, css: &str) {
+        let e = c
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|_| panic!("no `{css}`"));
+        assert!(e.is_displayed().await.unwrap(), "`{css}` is hidden");
+        let (_, _, w, h) = e.rectangle().await.unwrap();
+        assert!(w > 1.0 && h > 1.0, "`{css}` has no size");
+    }
+
+    fn wait_exit(child: &mut Child) -> Option<i32> {
+        let started = Instant::now();
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return st.code();
+            }
+            assert!(started.elapsed() < PATIENCE, "the sprint hangs");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    #[test]
+    fn a_browser_watches_a_sprint_in_another_process_and_answers_its_escalation() {
+        let Some((chromium, driver)) = browser_or_skip("board browser test") else {
+            return;
+        };
+        let p = escalating(250);
+        let server = Server::start(&p, &[], &[]);
+        let driver = Driver::start(chromium, &driver);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let c = driver.session().await;
+            let base = format!("http://{}", server.addr);
+            // The printed link: its token becomes a cookie, and the address bar loses it.
+            c.goto(&format!("{base}/?token={}", server.token))
+                .await
+                .unwrap();
+            assert_eq!(c.current_url().await.unwrap().as_str(), format!("{base}/"));
+            c.wait()
+                .for_element(Locator::Id(&format!("story-{K1}")))
+                .await
+                .unwrap();
+            assert_eq!(column(&c, K1).await.as_deref(), Some("backlog"));
+            until("the live stream is open", || async {
+                js(
+                    &c,
+                    "return document.getElementById('connection').textContent",
+                )
+                .await
+                    == "live"
+            })
+            .await;
+            js(&c, "window.__sameDocument = 'first'; return null").await;
+
+            // A sprint in another process: the card moves without a reload.
+            let mut sprint = command(&p, &["sprint", "--yolo", "--batch", "2"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut seen = vec!["backlog".to_owned()];
+            let started = Instant::now();
+            while seen.last().map(String::as_str) != Some("review") {
+                assert!(
+                    started.elapsed() < PATIENCE,
+                    "K1 never reached review: {seen:?}"
+                );
+                if let Some(col) = column(&c, K1).await
+                    && seen.last() != Some(&col)
+                {
+                    seen.push(col);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            assert!(seen.len() >= 3, "K1 went through {seen:?}");
+            assert_eq!(
+                wait_exit(&mut sprint),
+                Some(3),
+                "the run pauses on its escalation"
+            );
+            c.wait()
+                .for_element(Locator::Css(&format!("#story-{K1} .badge.esc")))
+                .await
+                .unwrap();
+            assert_eq!(
+                js(&c, "return window.__sameDocument").await,
+                "first",
+                "the page was reloaded"
+            );
+            assert_eq!(
+                js(
+                    &c,
+                    "return document.getElementById('open-escalations').textContent"
+                )
+                .await,
+                "1 open escalation"
+            );
+            visible(
+                &c,
+                &format!("#epic-1 .column[data-column=backlog] #story-{K2}"),
+            )
+            .await;
+            visible(&c, ".lane .columns").await;
+            assert_eq!(
+                js(
+                    &c,
+                    "return document.querySelectorAll('#epic-1 .column').length"
+                )
+                .await,
+                5
+            );
+            audit(&c, "the board").await;
+            screenshot(&c, "board").await;
+
+            // The escalation card: its options, the recommended one chosen, answered by keyboard.
+            c.find(Locator::Css("a.badge.esc"))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            c.wait()
+                .for_element(Locator::Id("escalation-1"))
+                .await
+                .unwrap();
+            visible(&c, "#escalation-1 .finding").await;
+            let recommended = c.find(Locator::Id("esc-1-opt-1")).await.unwrap();
+            assert!(recommended.is_selected().await.unwrap());
+            let label = c
+                .find(Locator::Css("label[for=esc-1-opt-1]"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(
+                label.contains("another fix round") && label.contains("recommended"),
+                "{label}"
+            );
+            assert_eq!(
+                js(
+                    &c,
+                    "return document.querySelectorAll('#escalation-1 input[type=radio]').length"
+                )
+                .await,
+                3
+            );
+            audit(&c, "the escalations").await;
+            screenshot(&c, "escalation").await;
+            recommended.send_keys(&Key::Tab.to_string()).await.unwrap();
+            let focused = c.active_element().await.unwrap();
+            assert_eq!(
+                focused.attr("id").await.unwrap().as_deref(),
+                Some("answer-1")
+            );
+            focused.send_keys(&Key::Enter.to_string()).await.unwrap();
+            let started = Instant::now();
+            while c.find(Locator::Css("p.notice")).await.is_err() {
+                assert!(
+                    started.elapsed() < PATIENCE,
+                    "no notice after answering; the page at {} says:\n{}",
+                    c.current_url().await.unwrap(),
+                    c.source().await.unwrap_or_default()
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            let notice = c
+                .find(Locator::Css("p.notice"))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            assert!(notice.contains("Escalation #1 answered"), "{notice}");
+            assert!(
+                open_escalations(&p).is_empty(),
+                "the answer was not recorded"
+            );
+
+            // The run resumes (the next `baton sprint`) and the board follows it to the end.
+            c.goto(&format!("{base}/")).await.unwrap();
+            c.wait()
+                .for_element(Locator::Id(&format!("story-{K1}")))
+                .await
+                .unwrap();
+            until("the live stream is open", || async {
+                js(
+                    &c,
+                    "return document.getElementById('connection').textContent",
+                )
+                .await
+                    == "live"
+            })
+            .await;
+            js(&c, "window.__sameDocument = 'second'; return null").await;
+            let mut sprint = command(&p, &["sprint", "--yolo", "--allow-dirty", "--batch", "2"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            until("both stories are done on the board", || async {
+                column(&c, K1).await.as_deref() == Some("done")
+                    && column(&c, K2).await.as_deref() == Some("done")
+            })
+            .await;
+            assert_eq!(wait_exit(&mut sprint), Some(0));
+            assert_eq!(js(&c, "return window.__sameDocument").await, "second");
+
+            // The story: its steps, findings, commits and transcript.
+            c.goto(&format!("{base}/story/{K1}")).await.unwrap();
+            visible(&c, "table.steps").await;
+            let steps = js(
+                &c,
+                "return document.querySelectorAll('table.steps tbody tr[id]').length",
+            )
+            .await;
+            assert!(steps.as_u64() >= Some(6), "{steps}");
+            visible(&c, "ul.findings .sev-blocking").await;
+            visible(&c, "details.commit summary").await;
+            let lines = js(
+                &c,
+                "return document.querySelectorAll('#transcript li').length",
+            )
+            .await;
+            assert!(lines.as_u64() > Some(10), "{lines}");
+            audit(&c, "the story").await;
+            screenshot(&c, "story").await;
+
+            // The runs: every agent with its backend and tokens, and the budget meter.
+            c.goto(&format!("{base}/runs")).await.unwrap();
+            visible(&c, "#agents tr").await;
+            visible(&c, "#budget-meter").await;
+            audit(&c, "the runs").await;
+            c.close().await.unwrap();
+        });
+    }
+}
