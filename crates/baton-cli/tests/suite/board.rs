@@ -458,6 +458,84 @@ fn a_finished_run_is_shown_from_the_journal_alone() {
     }
 }
 
+#[test]
+fn the_plan_links_each_finding_to_its_line_and_never_leaves_the_planning_folder() {
+    let p = escalating(0);
+    let planning = "_bmad-output/planning-artifacts";
+    p.write(
+        &format!("{planning}/prd.md"),
+        "# PRD\n\n## Functional Requirements\n\n- FR1: count words\n- FR2: print a summary\n",
+    );
+    p.write(
+        &format!("{planning}/epics.md"),
+        "# Epics\n\n## Epic 1: Counting\n\n### Story 1.1: Count words\n\nCovers FR1.\n\n\
+         **Given** a text\n**Then** I get the count\n",
+    );
+    // A planning document that is a link out of the folder is never read.
+    std::os::unix::fs::symlink(
+        p.root().join("baton.toml"),
+        p.root().join(format!("{planning}/architecture.md")),
+    )
+    .unwrap();
+    let server = Server::start(&p, &[], &[]);
+    let plan = server.json("/plan");
+    let orphan = plan["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "orphan-requirement")
+        .unwrap_or_else(|| panic!("{plan:#}"));
+    assert_eq!(
+        (orphan["doc"].as_str(), orphan["line"].as_u64()),
+        (Some("prd"), Some(6))
+    );
+    let page = server.get("/plan", &[]);
+    assert!(page.body.contains("href=\"/plan/prd#L6\""), "{}", page.body);
+    let prd = server.json("/plan/prd");
+    assert_eq!(prd["lines"][5]["text"], "- FR2: print a summary");
+    assert!(
+        prd["lines"][5]["findings"][0]
+            .as_str()
+            .unwrap()
+            .contains("FR2"),
+        "{prd:#}"
+    );
+    assert!(server.get("/plan/prd", &[]).body.contains("id=\"L6\""));
+    let r = server.get("/plan/architecture", &[]);
+    assert_eq!(r.status, 404);
+    assert!(!r.body.contains("[agents]"), "{}", r.body);
+}
+
+#[test]
+fn a_story_in_its_own_worktree_is_marked_in_flight() {
+    let p = escalating(0);
+    let tree = format!(".baton/worktrees/{K2}");
+    let ok = std::process::Command::new("git")
+        .args(["worktree", "add", "-q", "-b", &format!("baton/{K2}"), &tree])
+        .current_dir(p.root())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let server = Server::start(&p, &[], &[]);
+    let board = server.json("/");
+    let card = board["lanes"][0]["columns"][0]["cards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["key"] == K2)
+        .unwrap()
+        .clone();
+    assert_eq!(card["in_flight"], "working", "{board:#}");
+    assert_eq!(board["in_flight"][0]["worktree"], tree.as_str());
+    let html = server.get("/", &[]).body;
+    assert!(html.contains("in flight: working"), "{html}");
+    assert_eq!(
+        server.json(&format!("/story/{K2}"))["in_flight"]["branch"],
+        format!("baton/{K2}")
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Answering, and what is refused.
 
