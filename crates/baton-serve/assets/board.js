@@ -224,13 +224,14 @@
     }
   }, 1000);
 
+  var lastMove = 0;
   function onEvent(e) {
     var d = data(e);
     if (!d || !d.body) { return; }
     var b = d.body;
     var key = storyOf(d.scope) || b.key || null;
     if (page === "board") {
-      if (b.event === "transition") { moveStory(b.key, b.to); }
+      if (b.event === "transition") { lastMove = Date.now(); moveStory(b.key, b.to); }
       if (b.event === "escalation" && b.escalation) { markEscalated(b.escalation.key, b.escalation.id); }
       if (b.event === "merge") { refresh("lanes"); }
     }
@@ -256,7 +257,9 @@
   var source = new EventSource("/events?after=" + encodeURIComponent(body.dataset.seq || "0"));
   names.forEach(function (n) { source.addEventListener(n, onEvent); });
   source.addEventListener("board", function () {
-    if (page === "board") { refresh("lanes"); }
+    // A run's own moves came as `transition` events already; refresh only for the others
+    // (`baton set`, an edit), which carry no detail.
+    if (page === "board" && Date.now() - lastMove > 1500) { refresh("lanes"); }
     if (page === "escalations") { refresh("open"); }
   });
   source.onopen = function () {

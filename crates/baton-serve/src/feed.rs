@@ -9,7 +9,7 @@
 //! sprint file that no run made (`baton set`, a hand edit) is announced as a `board` event
 //! without an id.
 
-use crate::{AppState, Host};
+use crate::{AppState, Host, Journal};
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -150,16 +150,34 @@ pub fn spawn_follower(feed: Arc<Feed>, host: Arc<dyn Host>, sprint_file: PathBuf
     tokio::spawn(async move {
         let mut seen: Option<i64> = None;
         let mut stamp = file_stamp(&sprint_file);
+        // One connection, kept between polls (opened again after an error).
+        let mut journal: Option<Box<dyn Journal>> = None;
         loop {
             let h = Arc::clone(&host);
             let after = seen;
-            let read = tokio::task::spawn_blocking(move || read_new(h.as_ref(), after)).await;
-            if let Ok(Some((last, events))) = read {
-                for e in &events {
-                    feed.publish(Arc::new(Frame::of(e)));
+            let held = journal.take();
+            let read = tokio::task::spawn_blocking(move || {
+                let j = match held {
+                    Some(j) => Some(j),
+                    None => h.journal().ok().flatten(),
+                };
+                let new = read_new(j.as_deref(), after);
+                (j, new)
+            })
+            .await;
+            if let Ok((j, new)) = read {
+                match new {
+                    Some((last, events)) => {
+                        for e in &events {
+                            feed.publish(Arc::new(Frame::of(e)));
+                        }
+                        feed.last.fetch_max(last, Ordering::Relaxed);
+                        seen = Some(last);
+                        journal = j;
+                    }
+                    // A read failed: drop the connection, open a fresh one next time.
+                    None => journal = None,
                 }
-                feed.last.fetch_max(last, Ordering::Relaxed);
-                seen = Some(last);
             }
             let now = file_stamp(&sprint_file);
             if now != stamp {
@@ -172,9 +190,8 @@ pub fn spawn_follower(feed: Arc<Feed>, host: Arc<dyn Host>, sprint_file: PathBuf
 }
 
 /// The events after `after` (on the first call, none: only the newest number), and the number
-/// to go on from. `None` when the journal cannot be read now.
-fn read_new(host: &dyn Host, after: Option<i64>) -> Option<(i64, Vec<StoredEvent>)> {
-    let journal = host.journal().ok()?;
+/// to go on from; with no journal yet, nothing. `None` when the journal cannot be read now.
+fn read_new(journal: Option<&dyn Journal>, after: Option<i64>) -> Option<(i64, Vec<StoredEvent>)> {
     let Some(journal) = journal else {
         return Some((after.unwrap_or(0), Vec::new()));
     };
@@ -393,6 +410,66 @@ mod tests {
         assert!(parse_after("-1").is_err());
         assert!(parse_after("abc").is_err());
         assert!(parse_after("1e3").is_err());
+    }
+
+    struct NoJournal;
+
+    impl Host for NoJournal {
+        fn journal(&self) -> Result<Option<Box<dyn Journal>>, baton_store::journal::JournalError> {
+            Ok(None)
+        }
+        fn in_flight(&self) -> Vec<crate::InFlight> {
+            Vec::new()
+        }
+        fn stage_commits(&self, _key: &str) -> Vec<crate::StageCommit> {
+            Vec::new()
+        }
+        fn answer(&self, id: i64, _choice: &str) -> Result<crate::Answered, crate::AnswerRefused> {
+            Err(crate::AnswerRefused::Unknown(id))
+        }
+    }
+
+    fn texts(frames: &[Bytes]) -> Vec<String> {
+        frames
+            .iter()
+            .map(|b| {
+                String::from_utf8_lossy(b)
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_client_gets_live_events_once_in_order_and_a_slow_one_is_dropped() {
+        use futures_util::StreamExt;
+        let feed = Feed::new(8);
+        let host: Arc<dyn Host> = Arc::new(NoJournal);
+        let mut client = Box::pin(stream(Arc::clone(&host), feed.subscribe(), 2));
+        assert_eq!(
+            texts(&[client.next().await.unwrap().unwrap()]),
+            ["retry: 1000"]
+        );
+        for seq in [1, 2, 3, 4] {
+            feed.publish(Arc::new(Frame::of(&stored(seq, r#"{"event":"turn"}"#))));
+        }
+        feed.publish(Arc::new(Frame::board()));
+        let mut got = Vec::new();
+        for _ in 0..3 {
+            got.push(client.next().await.unwrap().unwrap());
+        }
+        // Events up to the resume point are not sent again; the board event has no id.
+        assert_eq!(texts(&got), ["id: 3", "id: 4", "event: board"]);
+
+        let mut slow = Box::pin(stream(host, feed.subscribe(), 0));
+        slow.next().await.unwrap().unwrap();
+        for seq in 5..=20 {
+            feed.publish(Arc::new(Frame::of(&stored(seq, r#"{"event":"turn"}"#))));
+        }
+        // It fell more than the ring behind: its stream ends, and the browser reconnects.
+        assert!(slow.next().await.is_none());
     }
 
     #[test]
