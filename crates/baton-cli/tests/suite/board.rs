@@ -1167,7 +1167,30 @@ mod browser {
                 "the answer was not recorded"
             );
 
-            // The run resumes (the next `baton sprint`) and the board follows it to the end.
+            // The run resumes (the next `baton sprint`) and the board follows it to the end,
+            // while K1's page, open in a second window, streams its transcript.
+            let board_window = c.window().await.unwrap();
+            let story_window = c.new_window(false).await.unwrap().handle;
+            c.switch_to_window(story_window.clone()).await.unwrap();
+            c.goto(&format!("{base}/story/{K1}")).await.unwrap();
+            until("the story's live stream is open", || async {
+                js(
+                    &c,
+                    "return document.getElementById('connection').textContent",
+                )
+                .await
+                    == "live"
+            })
+            .await;
+            js(&c, "window.__sameDocument = 'story'; return null").await;
+            let lines_before = js(
+                &c,
+                "return document.querySelectorAll('#transcript li').length",
+            )
+            .await
+            .as_u64()
+            .unwrap();
+            c.switch_to_window(board_window).await.unwrap();
             c.goto(&format!("{base}/")).await.unwrap();
             c.wait()
                 .for_element(Locator::Id(&format!("story-{K1}")))
@@ -1195,6 +1218,35 @@ mod browser {
             .await;
             assert_eq!(wait_exit(&mut sprint), Some(0));
             assert_eq!(js(&c, "return window.__sameDocument").await, "second");
+            c.switch_to_window(story_window).await.unwrap();
+            until("K1's transcript grows and says done", || async {
+                let lines = js(
+                    &c,
+                    "return document.querySelectorAll('#transcript li').length",
+                )
+                .await
+                .as_u64()
+                .unwrap();
+                lines > lines_before
+                    && js(
+                        &c,
+                        "return document.getElementById('story-status').textContent",
+                    )
+                    .await
+                        == "done"
+            })
+            .await;
+            assert_eq!(js(&c, "return window.__sameDocument").await, "story");
+            let last = js(
+                &c,
+                "return document.querySelector('#transcript li:last-child').textContent",
+            )
+            .await;
+            assert!(
+                last.as_str()
+                    .is_some_and(|t| t.ends_with("finished as done")),
+                "{last}"
+            );
 
             // The story: its steps, findings, commits and transcript.
             c.goto(&format!("{base}/story/{K1}")).await.unwrap();
