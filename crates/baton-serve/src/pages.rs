@@ -2,7 +2,7 @@
 //! with the HTML page or, under `Accept: application/json`, the same view as JSON. The one
 //! handler that changes anything records an answer to an escalation through [`crate::Host`].
 
-use crate::security::{COOKIE, Refusal};
+use crate::security::Refusal;
 use crate::views::{self, ViewError};
 use crate::{AnswerRefused, AppState, render};
 use axum::Json;
@@ -143,7 +143,10 @@ fn token_link(state: &AppState, uri: &Uri, query: Option<&str>) -> Option<Respon
     if !state.gate.is_token(token) {
         return Some(refusal(&Refusal::Token));
     }
-    let cookie = format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
+    let cookie = format!(
+        "{}={token}; HttpOnly; SameSite=Strict; Path=/",
+        state.gate.cookie_name()
+    );
     let mut r = (StatusCode::SEE_OTHER, "").into_response();
     let h = r.headers_mut();
     if let Ok(v) = HeaderValue::from_str(uri.path()) {

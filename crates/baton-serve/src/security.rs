@@ -16,8 +16,10 @@ use axum::http::{HeaderMap, header};
 use std::io::Read as _;
 use std::net::SocketAddr;
 
-/// The cookie holding the access token once a `?token=` link was followed.
-pub const COOKIE: &str = "baton_token";
+/// The prefix of the cookie holding the access token once a `?token=` link was followed; the
+/// board's port follows it, since cookies are shared by every port of a host and two boards must
+/// not log each other out.
+pub const COOKIE_PREFIX: &str = "baton_token_";
 /// The header a script may send the CSRF token in.
 pub const CSRF_HEADER: &str = "x-baton-csrf";
 
@@ -117,8 +119,13 @@ impl Gate {
         constant_time_eq(candidate.as_bytes(), self.token.as_bytes())
     }
 
+    /// The name of this board's token cookie.
+    pub fn cookie_name(&self) -> String {
+        format!("{COOKIE_PREFIX}{}", self.port)
+    }
+
     /// The access token a request carries: its bearer header, else its cookie.
-    fn presented(headers: &HeaderMap) -> Option<&str> {
+    fn presented<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
         if let Some(v) = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -132,12 +139,12 @@ impl Gate {
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(';'))
             .filter_map(|c| c.trim().split_once('='))
-            .find(|(name, _)| *name == COOKIE)
+            .find(|(name, _)| *name == self.cookie_name())
             .map(|(_, value)| value)
     }
 
     fn has_token(&self, headers: &HeaderMap) -> bool {
-        Self::presented(headers).is_some_and(|t| self.is_token(t))
+        self.presented(headers).is_some_and(|t| self.is_token(t))
     }
 
     /// Whether a loopback board is addressed by a loopback name (DNS rebinding guard).
@@ -304,8 +311,16 @@ mod tests {
             Ok(())
         );
         assert_eq!(
-            g.check_read(&headers(&[host, ("cookie", "a=b; baton_token=s3cret")])),
+            g.check_read(&headers(&[
+                host,
+                ("cookie", "a=b; baton_token_8737=s3cret")
+            ])),
             Ok(())
+        );
+        // Another board's cookie on the same host (cookies ignore ports) is not this one's.
+        assert_eq!(
+            g.check_read(&headers(&[host, ("cookie", "baton_token_9999=s3cret")])),
+            Err(Refusal::Token)
         );
     }
 
@@ -314,7 +329,7 @@ mod tests {
         let g = gate("127.0.0.1:8737", false);
         let csrf = g.csrf().to_owned();
         let host = ("host", "127.0.0.1:8737");
-        let cookie = ("cookie", "baton_token=s3cret");
+        let cookie = ("cookie", "baton_token_8737=s3cret");
         assert_eq!(
             g.check_write(&headers(&[host]), Some(&csrf)),
             Err(Refusal::Token)

@@ -103,7 +103,8 @@ impl Server {
     }
 
     fn cookie(&self) -> String {
-        format!("baton_token={}", self.token)
+        let port = self.addr.rsplit_once(':').unwrap().1;
+        format!("baton_token_{port}={}", self.token)
     }
 
     /// The CSRF token of the escalations page.
@@ -571,7 +572,10 @@ fn answering_from_the_board_is_baton_answer_and_refusals_change_nothing() {
     let r = server.answer(
         &id,
         &form,
-        &[("cookie", "baton_token=wrong"), ("origin", &origin)],
+        &[
+            ("cookie", &cookie.replace(&server.token, "wrong")),
+            ("origin", &origin),
+        ],
     );
     assert_eq!(r.status, 401);
     unchanged("a wrong token");
