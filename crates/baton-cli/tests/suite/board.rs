@@ -317,6 +317,11 @@ fn slowed(mut script: Script, ms: u64) -> Script {
 /// K1 fails its first review and, with `max_review_rounds = 1`, escalates after its fix round;
 /// answered "another fix round", it passes; K2 passes at once.
 fn escalating(delay_ms: u64) -> Project {
+    escalating_with(delay_ms, "")
+}
+
+/// [`escalating`] with further `baton.toml` tables.
+fn escalating_with(delay_ms: u64, tail: &str) -> Project {
     let issue = "round 1 finds a problem (issue-1x)";
     let issue2 = "round 2 finds another (issue-2x)";
     let script = Script::new()
@@ -331,6 +336,7 @@ fn escalating(delay_ms: u64) -> Project {
     sprint_project(
         Toml {
             sprint: "max_review_rounds = 1",
+            tail,
             ..Toml::default()
         },
         &slowed(script, delay_ms),
@@ -508,8 +514,8 @@ fn the_plan_links_each_finding_to_its_line_and_never_leaves_the_planning_folder(
 }
 
 #[test]
-fn a_story_in_its_own_worktree_is_marked_in_flight() {
-    let p = escalating(0);
+fn a_story_in_its_own_worktree_is_marked_in_flight_and_the_budget_has_its_limits() {
+    let p = escalating_with(0, "[budget]\nwarn_usd = 1.5\nhard_usd = 3.0\n");
     let tree = format!(".baton/worktrees/{K2}");
     let ok = std::process::Command::new("git")
         .args(["worktree", "add", "-q", "-b", &format!("baton/{K2}"), &tree])
@@ -534,6 +540,20 @@ fn a_story_in_its_own_worktree_is_marked_in_flight() {
     assert_eq!(
         server.json(&format!("/story/{K2}"))["in_flight"]["branch"],
         format!("baton/{K2}")
+    );
+    let budget = &board["budget"];
+    assert_eq!(
+        (budget["warn_usd"].as_f64(), budget["hard_usd"].as_f64()),
+        (Some(1.5), Some(3.0))
+    );
+    assert_eq!(
+        (budget["percent"].as_f64(), budget["level"].as_str()),
+        (Some(0.0), Some("ok"))
+    );
+    let runs = server.get("/runs", &[]).body;
+    assert!(
+        runs.contains("<meter id=\"budget-meter\"") && runs.contains("hard limit $3"),
+        "{runs}"
     );
 }
 
@@ -789,6 +809,45 @@ fn events_catch_up_from_last_event_id_after_the_server_restarts_mid_run() {
         e.data["body"]["key"].is_string() && e.data["run"].is_string(),
         "{e:?}"
     );
+}
+
+/// The ids of the events a client read, up to the run's escalation.
+fn up_to_the_escalation(events: &[Sse]) -> Vec<i64> {
+    let end = events
+        .iter()
+        .position(|e| e.event == "escalation")
+        .expect("the escalation");
+    events[..=end].iter().filter_map(|e| e.id).collect()
+}
+
+#[test]
+fn fifty_clients_each_get_every_event_of_a_run_in_another_process() {
+    let p = escalating(20);
+    let server = Server::start(&p, &[], &[]);
+    let escalated = |seen: &[Sse]| seen.iter().any(|e| e.event == "escalation");
+    let clients: Vec<_> = (0..50)
+        .map(|_| {
+            let addr = server.addr.clone();
+            std::thread::spawn(move || {
+                up_to_the_escalation(&read_events(&addr, "/events?after=0", &[], escalated))
+            })
+        })
+        .collect();
+    baton(&p, &["sprint", "--yolo", "--batch", "2"]).expect_code(3);
+    let oracle = up_to_the_escalation(&read_events(
+        &server.addr,
+        "/events?after=0",
+        &[],
+        escalated,
+    ));
+    assert!(oracle.len() > 20, "{oracle:?}");
+    for (i, c) in clients.into_iter().enumerate() {
+        assert_eq!(
+            c.join().unwrap(),
+            oracle,
+            "client {i} missed or repeated an event"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
