@@ -738,6 +738,8 @@ fn a_board_off_loopback_needs_its_token_on_every_page() {
         server.get("/runs", &[("cookie", &server.cookie())]).status,
         200
     );
+    // Reading a project without a journal never creates one.
+    assert!(!p.root().join(".baton/baton.db").exists());
 
     // A token too short to guess is refused at start.
     let mut cmd = command(&p, &["serve", "--listen", "127.0.0.1:0"]);

@@ -14,6 +14,8 @@ pub struct EscalationCard {
     pub id: i64,
     /// The story (or task).
     pub key: Option<String>,
+    /// Whether the key is a story's (a plan task's has no story page).
+    pub story: bool,
     /// What raised it.
     pub kind: String,
     /// Title.
@@ -63,6 +65,12 @@ impl EscalationCard {
         EscalationCard {
             id: e.id,
             key: e.key.clone(),
+            story: e.key.as_deref().is_some_and(|k| {
+                matches!(
+                    baton_core::key::classify(k),
+                    baton_core::key::KeyKind::Story { .. }
+                )
+            }),
             kind: e.kind.clone(),
             title: e.title.clone(),
             finding: e.finding.clone(),
@@ -113,4 +121,47 @@ pub fn escalations(host: &dyn Host) -> Result<Escalations, ViewError> {
         open,
         answered,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(key: &str, kind: &str, options: &[&str]) -> EscalationRecord {
+        EscalationRecord {
+            id: 4,
+            run_id: None,
+            key: Some(key.into()),
+            title: "t".into(),
+            finding: "f".into(),
+            options: options.iter().map(|o| (*o).to_owned()).collect(),
+            answer: None,
+            created_at: "t".into(),
+            answered_at: None,
+            kind: kind.into(),
+            resolved_at: None,
+            after_step: 0,
+        }
+    }
+
+    #[test]
+    fn a_card_offers_labels_by_stable_id_and_recommends_the_first() {
+        let c = EscalationCard::of(&record(
+            "1-2-login",
+            "max-review-rounds",
+            &["another-round", "accept", "stop"],
+        ));
+        assert!(c.story);
+        assert_eq!(c.recommended.as_deref(), Some("another-round"));
+        let labels: Vec<(usize, &str, &str)> = c
+            .options
+            .iter()
+            .map(|o| (o.number, o.id.as_str(), o.label.as_str()))
+            .collect();
+        assert_eq!(labels[0], (1, "another-round", "another fix round"));
+        assert_eq!(labels.len(), 3);
+        // A plan task's escalation has no story page to link to.
+        let task = EscalationCard::of(&record("sdd:PLAN.md#2", "sdd-agent", &["retry"]));
+        assert!(!task.story);
+    }
 }
