@@ -8,7 +8,7 @@
 
 use super::common::Project;
 use super::sprint::{
-    K1, K2, Script, Toml, baton, command, fail_verdict, open_escalations, pass_verdict, re,
+    K1, K2, K3, Script, Toml, baton, command, fail_verdict, open_escalations, pass_verdict, re,
     sprint_project, statuses,
 };
 use serde_json::Value;
@@ -811,6 +811,61 @@ fn events_catch_up_from_last_event_id_after_the_server_restarts_mid_run() {
         e.data["body"]["key"].is_string() && e.data["run"].is_string(),
         "{e:?}"
     );
+}
+
+#[test]
+fn stories_running_in_parallel_show_in_flight_until_they_are_merged() {
+    let script = slowed(Script::new().straight(K1).straight(K3), 300);
+    let p = sprint_project(Toml::default(), &script);
+    let server = Server::start(&p, &[], &[]);
+    let stories = format!("{K1},{K3}");
+    let mut sprint = command(
+        &p,
+        &["sprint", "--yolo", "--parallel", "2", "--stories", &stories],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let in_flight = |board: &Value| -> Vec<String> {
+        board["in_flight"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f["key"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut seen_both = false;
+    let started = Instant::now();
+    let code = loop {
+        let board = server.json("/");
+        let flying = in_flight(&board);
+        if flying.len() == 2 {
+            seen_both = true;
+            let card = board["lanes"][1]["columns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|c| c["cards"].as_array().unwrap().iter())
+                .find(|c| c["key"] == K3)
+                .unwrap()
+                .clone();
+            assert!(card["in_flight"].is_string(), "{card:#}");
+        }
+        if let Some(st) = sprint.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(started.elapsed() < PATIENCE, "the parallel sprint hangs");
+        std::thread::sleep(Duration::from_millis(30));
+    };
+    assert_eq!(code, Some(0));
+    assert!(seen_both, "the board never showed both stories in flight");
+    let board = server.json("/");
+    assert_eq!(in_flight(&board), Vec::<String>::new(), "{board:#}");
+    assert_eq!(column_of(&board, K1).as_deref(), Some("done"));
+    assert_eq!(column_of(&board, K3).as_deref(), Some("done"));
 }
 
 /// The ids of the events a client read, up to the run's escalation.
