@@ -1393,6 +1393,7 @@ mod browser {
             visible(&c, "#agents tr").await;
             visible(&c, "#budget-meter").await;
             audit(&c, "the runs").await;
+            screenshot(&c, "runs").await;
             c.close().await.unwrap();
         });
     }

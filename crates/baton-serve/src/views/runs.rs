@@ -31,6 +31,8 @@ pub struct AgentRun {
     pub started_at: String,
     /// Finished as (`None`: still running).
     pub finished: Option<String>,
+    /// Seconds from its start to its end (`None` while it runs: the page counts them live).
+    pub elapsed_secs: Option<u64>,
 }
 
 /// A run with its spend.
@@ -84,6 +86,13 @@ pub fn runs(project: &Project, host: &dyn Host) -> Result<Runs, ViewError> {
     })
 }
 
+/// Whole seconds from `start` to `end` (RFC 3339), if both read.
+fn seconds_between(start: &str, end: &str) -> Option<u64> {
+    let start: jiff::Timestamp = start.parse().ok()?;
+    let end: jiff::Timestamp = end.parse().ok()?;
+    u64::try_from(end.as_second() - start.as_second()).ok()
+}
+
 /// The agents of run `run` as its events tell them.
 pub fn agent_runs(events: &[StoredEvent], run: &str) -> Vec<AgentRun> {
     let mut out: Vec<AgentRun> = Vec::new();
@@ -109,6 +118,7 @@ pub fn agent_runs(events: &[StoredEvent], run: &str) -> Vec<AgentRun> {
                     cost_usd: 0.0,
                     started_at: e.at.clone(),
                     finished: None,
+                    elapsed_secs: None,
                 });
             }
             Some(name) => {
@@ -126,7 +136,10 @@ pub fn agent_runs(events: &[StoredEvent], run: &str) -> Vec<AgentRun> {
                         a.output_tokens += body["output_tokens"].as_u64().unwrap_or(0);
                         a.cost_usd += body["cost_usd"].as_f64().unwrap_or(0.0);
                     }
-                    "agent_finished" => a.finished = body["status"].as_str().map(str::to_owned),
+                    "agent_finished" => {
+                        a.finished = body["status"].as_str().map(str::to_owned);
+                        a.elapsed_secs = seconds_between(&a.started_at, &e.at);
+                    }
                     _ => {}
                 }
             }
@@ -145,7 +158,7 @@ mod tests {
         let ev = |seq, body: &str| StoredEvent {
             seq,
             run_id: "r".into(),
-            at: "t".into(),
+            at: "2026-01-01T00:00:00Z".into(),
             scope: r#"{"agent":{"unit":{"story":"1-1-a"},"agent":"developer"}}"#.into(),
             body: body.into(),
         };
@@ -174,6 +187,24 @@ mod tests {
             ("script", 2, 15, 0.75)
         );
         assert_eq!(a.key.as_deref(), Some("1-1-a"));
-        assert!(a.finished.is_none());
+        assert!(a.finished.is_none() && a.elapsed_secs.is_none());
+        let done = agent_runs(
+            &[
+                ev(
+                    1,
+                    r#"{"event":"agent_started","agent":"developer","model":"script/demo"}"#,
+                ),
+                StoredEvent {
+                    at: "2026-01-01T00:01:05Z".into(),
+                    ..ev(
+                        2,
+                        r#"{"event":"agent_finished","agent":"developer","status":"completed"}"#,
+                    )
+                },
+            ],
+            "r",
+        );
+        assert_eq!(done[0].finished.as_deref(), Some("completed"));
+        assert_eq!(done[0].elapsed_secs, Some(65));
     }
 }
