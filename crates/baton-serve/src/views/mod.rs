@@ -18,6 +18,7 @@ pub use story::{Activity, FindingView, StepView, Story, activity_of, review_find
 use crate::{Host, Journal};
 use baton_store::journal::StoredEvent;
 use baton_store::journal::board::Spend;
+use std::path::Path;
 
 /// How many of the newest journal events a page reads for recent activity.
 const RECENT_EVENTS: usize = 2_000;
@@ -34,6 +35,15 @@ pub enum ViewError {
     /// The journal could not be read.
     #[error(transparent)]
     Journal(#[from] baton_store::journal::JournalError),
+}
+
+/// Whether `path` is a file inside `dir` once links are followed: the board reads nothing a link
+/// leads it to outside the folder it was given.
+fn inside(path: &Path, dir: &Path) -> bool {
+    std::fs::canonicalize(path)
+        .ok()
+        .zip(std::fs::canonicalize(dir).ok())
+        .is_some_and(|(p, d)| p.starts_with(d))
 }
 
 fn journal_of(host: &dyn Host) -> Option<Box<dyn Journal>> {
@@ -86,6 +96,19 @@ fn add(a: Spend, b: Spend) -> Spend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_out_of_the_folder_is_not_inside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("stories");
+        std::fs::create_dir(&folder).unwrap();
+        std::fs::write(dir.path().join("secret.md"), "x").unwrap();
+        std::fs::write(folder.join("1-1-a.md"), "x").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret.md"), folder.join("1-2-b.md")).unwrap();
+        assert!(inside(&folder.join("1-1-a.md"), &folder));
+        assert!(!inside(&folder.join("1-2-b.md"), &folder));
+        assert!(!inside(&folder.join("missing.md"), &folder));
+    }
 
     #[test]
     fn scopes_name_their_story() {

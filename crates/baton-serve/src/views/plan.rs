@@ -120,10 +120,7 @@ pub fn plan_doc(project: &Project, kind: &str) -> Result<PlanText, ViewError> {
         .find(|(k, _)| *k == kind)
         .ok_or_else(|| ViewError::NotFound(format!("no `{kind}` document in `{}`", plan.folder)))?;
     // Only a regular file inside the planning folder (no link leading elsewhere) is read.
-    let inside = std::fs::canonicalize(&path)
-        .ok()
-        .zip(std::fs::canonicalize(&project.planning_dir).ok())
-        .is_some_and(|(p, dir)| p.starts_with(dir));
+    let inside = super::inside(&path, &project.planning_dir);
     let text = inside
         .then(|| baton_store::bounded::read_to_string(&path, baton_store::bounded::DOCUMENT_LIMIT))
         .and_then(Result::ok)

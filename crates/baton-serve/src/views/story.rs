@@ -139,7 +139,12 @@ pub fn story(project: &Project, host: &dyn Host, key: &str) -> Result<Story, Vie
         .iter()
         .filter_map(usage_of)
         .fold(Spend::default(), |a, (_, u, _)| add(a, u));
-    let findings = review_findings(&project.stories_dir.join(format!("{key}.md")));
+    let file = project.stories_dir.join(format!("{key}.md"));
+    let findings = if super::inside(&file, &project.stories_dir) {
+        review_findings(&file)
+    } else {
+        Vec::new()
+    };
     Ok(Story {
         seq,
         key: key.to_owned(),
