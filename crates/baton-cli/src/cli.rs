@@ -137,6 +137,18 @@ pub enum Command {
     /// See what the team learned: list, search, recalls, status; import a BMad memlog.
     #[command(subcommand)]
     Memory(MemoryCommand),
+    /// Serve a live web board of the sprint, the runs, their costs and the escalations.
+    #[command(
+        after_help = "Examples:\n  baton serve                       # http://127.0.0.1:8737, the link with its token is printed once\n  \
+        baton serve --open\n  \
+        baton serve --read-only           # nobody answers from the board\n  \
+        BATON_SERVE_TOKEN=... baton serve --listen 0.0.0.0:8737   # other machines need the token\n\n\
+        The board follows the journal, so it shows a `baton sprint` running in another process, \
+        and a finished run. Answering an escalation needs the access token and the page's CSRF \
+        token; it records the answer as `baton answer` does, and the next `baton sprint` acts on \
+        it. Bound to any address but loopback, every page needs the token. See docs/board.md."
+    )]
+    Serve(ServeArgs),
 
     /// Show the journal of status changes.
     #[command(
@@ -457,6 +469,20 @@ pub struct EscalationsArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `baton serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on; any but a loopback one needs the access token for every page.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8737")]
+    pub listen: std::net::SocketAddr,
+    /// Open the board in the desktop's browser.
+    #[arg(long)]
+    pub open: bool,
+    /// Turn answering off: the board only shows.
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 /// `baton answer`.

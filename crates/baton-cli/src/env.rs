@@ -6,6 +6,8 @@ pub const BATON_PROJECT: &str = "BATON_PROJECT";
 pub const BATON_CONFIG_DIR: &str = "BATON_CONFIG_DIR";
 /// The XDG configuration base directory.
 pub const XDG_CONFIG_HOME: &str = "XDG_CONFIG_HOME";
+/// The web board's access token (`baton serve`); generated when unset.
+pub const BATON_SERVE_TOKEN: &str = "BATON_SERVE_TOKEN";
 /// The home directory.
 pub const HOME: &str = "HOME";
 

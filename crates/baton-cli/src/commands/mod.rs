@@ -14,6 +14,7 @@ mod plan;
 pub(crate) mod plumbing;
 mod policy;
 mod sdd;
+mod serve;
 mod set;
 mod sprint;
 mod sprint_plan;
@@ -63,6 +64,7 @@ pub fn run(cli: Cli) -> Result<Code> {
         Command::Remember(args) => memory::remember(&root, &args),
         Command::Forget(args) => memory::forget(&root, &args),
         Command::Memory(cmd) => memory::run(&root, &cmd),
+        Command::Serve(args) => serve::run(&root, &args),
         Command::Tdd(args) => tdd::run(&root, &args),
         Command::Guard(args) => guard::run(&root, &args),
         Command::Plan(args) | Command::Chat(args) => plan::run(&root, &args),

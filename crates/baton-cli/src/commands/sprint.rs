@@ -284,27 +284,85 @@ pub fn escalations(root: &Path, args: &EscalationsArgs) -> Result<Code> {
     Ok(Code::Ok)
 }
 
-/// Runs `baton answer`.
-pub fn answer(root: &Path, args: &AnswerArgs) -> Result<Code> {
-    let cfg = crate::project::config(root)?;
-    let mut journal = crate::project::journal(&cfg)?;
-    let found = baton_store::journal::EscalationLog::escalation(&journal, args.id)?;
+/// An answer recorded by `baton answer` (or the web board, through the same code).
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The escalation.
+    pub id: i64,
+    /// The stored choice.
+    pub choice: String,
+    /// Its label.
+    pub label: String,
+    /// The command that acts on it.
+    pub next: String,
+    /// The label of the option baton recommended (the first).
+    pub recommended: Option<String>,
+    /// The escalation as it was asked.
+    pub escalation: baton_store::journal::EscalationRecord,
+}
+
+/// Why an answer was not recorded.
+#[derive(Debug)]
+pub enum AnswerError {
+    /// No escalation has this number.
+    Unknown(i64),
+    /// It was answered already.
+    Already {
+        /// The escalation.
+        id: i64,
+        /// The answer's label.
+        label: String,
+    },
+    /// The typed choice is not one of its options.
+    NotAnOption(String),
+    /// The journal could not be read or written.
+    Journal(anyhow::Error),
+}
+
+impl std::fmt::Display for AnswerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AnswerError::Unknown(id) => write!(
+                f,
+                "no escalation #{id}; `baton escalations` lists the open ones"
+            ),
+            AnswerError::Already { id, label } => {
+                write!(f, "escalation #{id} was already answered: {label}")
+            }
+            AnswerError::NotAnOption(why) => f.write_str(why),
+            AnswerError::Journal(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+/// Records `typed` (an option's number, id or label) as the answer to escalation `id`: the one
+/// code path of `baton answer` and the board's answer form.
+pub fn record_answer(cfg: &Config, id: i64, typed: &str) -> Result<Recorded, AnswerError> {
+    let mut journal = crate::project::journal(cfg).map_err(AnswerError::Journal)?;
+    let found = baton_store::journal::EscalationLog::escalation(&journal, id)
+        .map_err(|e| AnswerError::Journal(e.into()))?;
     let Some(e) = found.as_ref() else {
-        bail!(
-            "no escalation #{}; `baton escalations` lists the open ones",
-            args.id
-        );
+        return Err(AnswerError::Unknown(id));
     };
     let kind = EscalationKind::parse(&e.kind);
+    let already = |a: &str| AnswerError::Already {
+        id: e.id,
+        label: baton_core::escalation::Choice::label_of(kind, a),
+    };
     if let Some(a) = &e.answer {
-        bail!(
-            "escalation #{} was already answered: {}",
-            e.id,
-            baton_core::escalation::Choice::label_of(kind, a)
-        );
+        return Err(already(a));
     }
-    let choice = choose(kind, &e.options, &args.choice).map_err(anyhow::Error::msg)?;
-    journal.answer_escalation(e.id, &choice, &jiff::Timestamp::now().to_string())?;
+    let choice = choose(kind, &e.options, typed).map_err(AnswerError::NotAnOption)?;
+    let recorded = journal
+        .answer_escalation(e.id, &choice, &jiff::Timestamp::now().to_string())
+        .map_err(|e| AnswerError::Journal(e.into()))?;
+    if !recorded {
+        // Answered by someone else between the read and the write.
+        let now = baton_store::journal::EscalationLog::escalation(&journal, id)
+            .map_err(|e| AnswerError::Journal(e.into()))?;
+        let label = now.and_then(|e| e.answer).unwrap_or_default();
+        return Err(already(&label));
+    }
     // A plan task's key is `sdd:<plan>#<id>`: `baton sdd <plan>` acts on its answer.
     let next = match e.key.as_deref().and_then(|k| k.strip_prefix("sdd:")) {
         Some(task) => format!(
@@ -313,17 +371,33 @@ pub fn answer(root: &Path, args: &AnswerArgs) -> Result<Code> {
         ),
         None => "`baton sprint`".to_owned(),
     };
-    let label = baton_core::escalation::Choice::label_of(kind, &choice);
+    Ok(Recorded {
+        id: e.id,
+        label: baton_core::escalation::Choice::label_of(kind, &choice),
+        choice,
+        next,
+        recommended: e
+            .options
+            .first()
+            .map(|o| baton_core::escalation::Choice::label_of(kind, o)),
+        escalation: e.clone(),
+    })
+}
+
+/// Runs `baton answer`.
+pub fn answer(root: &Path, args: &AnswerArgs) -> Result<Code> {
+    let cfg = crate::project::config(root)?;
+    let recorded = match record_answer(&cfg, args.id, &args.choice) {
+        Ok(r) => r,
+        Err(AnswerError::Journal(e)) => return Err(e),
+        Err(e) => bail!("{e}"),
+    };
     println!(
-        "escalation #{} answered: {label}\nnext: {next} continues with it",
-        e.id
+        "escalation #{} answered: {}\nnext: {} continues with it",
+        recorded.id, recorded.label, recorded.next
     );
     // The first option is the one baton recommends; choosing another is a correction worth
     // remembering, when the person says so.
-    let recommended = e
-        .options
-        .first()
-        .map(|o| baton_core::escalation::Choice::label_of(kind, o));
     let confirm = || {
         if args.remember {
             return true;
@@ -340,9 +414,9 @@ pub fn answer(root: &Path, args: &AnswerArgs) -> Result<Code> {
     };
     if let Err(err) = super::memory::learn_from_answer(
         root,
-        e,
-        &label,
-        recommended.as_deref(),
+        &recorded.escalation,
+        &recorded.label,
+        recorded.recommended.as_deref(),
         args.why.as_deref(),
         confirm,
     ) {

@@ -19,7 +19,7 @@ const STORIES: &str = "_bmad-output/implementation-artifacts";
 const KEY: &str = "1-1-alpha";
 
 /// Every command with its own `--help`.
-const COMMANDS: [&str; 19] = [
+const COMMANDS: [&str; 20] = [
     "demo",
     "init",
     "status",
@@ -31,6 +31,7 @@ const COMMANDS: [&str; 19] = [
     "sdd",
     "escalations",
     "answer",
+    "serve",
     "log",
     "doctor",
     "tdd",

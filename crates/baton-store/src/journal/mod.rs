@@ -27,6 +27,7 @@
 //! cost line or escalation is re-run or re-raised; a lost run event is lost progress output), and
 //! a killed process loses none of them: only a power cut can.
 
+pub mod board;
 mod costs;
 mod escalations;
 mod guard;

@@ -20,6 +20,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod board;
 mod costs;
 mod escalations;
 #[cfg(test)]

@@ -1,0 +1,210 @@
+//! The runs page: the newest runs with their spend, the agents of the newest one as its events
+//! tell them, and the budget meter.
+
+use super::board::{Budget, budget};
+use super::{ViewError, journal_of, recent_events, scope_story};
+use crate::{Host, Project};
+use baton_store::journal::board::Spend;
+use baton_store::journal::{RunRecord, StoredEvent};
+use serde::Serialize;
+
+/// One agent's run within an engine run.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentRun {
+    /// The story it works for.
+    pub key: Option<String>,
+    /// The agent (its role).
+    pub agent: String,
+    /// Its worker: the provider part of the model string (`script`, `claude-code`, …).
+    pub backend: String,
+    /// The model.
+    pub model: String,
+    /// Turns taken.
+    pub turns: u64,
+    /// Tokens in.
+    pub input_tokens: u64,
+    /// Tokens out.
+    pub output_tokens: u64,
+    /// Dollars.
+    pub cost_usd: f64,
+    /// Started at.
+    pub started_at: String,
+    /// Finished as (`None`: still running).
+    pub finished: Option<String>,
+    /// Seconds from its start to its end (`None` while it runs: the page counts them live).
+    pub elapsed_secs: Option<u64>,
+}
+
+/// A run with its spend.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunView {
+    /// The run.
+    #[serde(flatten)]
+    pub run: RunRecord,
+    /// What it spent.
+    pub spend: Spend,
+}
+
+/// The runs page.
+#[derive(Debug, Clone, Serialize)]
+pub struct Runs {
+    /// The journal number the page was built at.
+    pub seq: i64,
+    /// The newest runs, newest first.
+    pub runs: Vec<RunView>,
+    /// The agents of the newest run, in start order.
+    pub agents: Vec<AgentRun>,
+    /// The budget meter of the newest run.
+    pub budget: Budget,
+}
+
+/// Builds the runs page.
+pub fn runs(project: &Project, host: &dyn Host) -> Result<Runs, ViewError> {
+    let Some(j) = journal_of(host) else {
+        return Ok(Runs {
+            seq: 0,
+            runs: Vec::new(),
+            agents: Vec::new(),
+            budget: budget(project, None),
+        });
+    };
+    let records = j.recent_runs(20)?;
+    let mut runs = Vec::with_capacity(records.len());
+    for run in records {
+        let spend = j.run_spend(&run.id)?;
+        runs.push(RunView { run, spend });
+    }
+    let agents = match runs.first() {
+        Some(newest) => agent_runs(&recent_events(j.as_ref())?, &newest.run.id),
+        None => Vec::new(),
+    };
+    Ok(Runs {
+        seq: j.last_event_seq()?,
+        runs,
+        agents,
+        budget: budget(project, Some(j.as_ref())),
+    })
+}
+
+/// Whole seconds from `start` to `end` (RFC 3339), if both read.
+fn seconds_between(start: &str, end: &str) -> Option<u64> {
+    let start: jiff::Timestamp = start.parse().ok()?;
+    let end: jiff::Timestamp = end.parse().ok()?;
+    u64::try_from(end.as_second() - start.as_second()).ok()
+}
+
+/// The agents of run `run` as its events tell them.
+pub fn agent_runs(events: &[StoredEvent], run: &str) -> Vec<AgentRun> {
+    let mut out: Vec<AgentRun> = Vec::new();
+    for e in events.iter().filter(|e| e.run_id == run) {
+        let Ok(body) = serde_json::from_str::<serde_json::Value>(&e.body) else {
+            continue;
+        };
+        let Some(agent) = body["agent"].as_str() else {
+            continue;
+        };
+        let key = scope_story(&e.scope);
+        match body["event"].as_str() {
+            Some("agent_started") => {
+                let model = body["model"].as_str().unwrap_or_default().to_owned();
+                out.push(AgentRun {
+                    key,
+                    agent: agent.to_owned(),
+                    backend: model.split('/').next().unwrap_or_default().to_owned(),
+                    model,
+                    turns: 0,
+                    input_tokens: 0,
+                    output_tokens: 0,
+                    cost_usd: 0.0,
+                    started_at: e.at.clone(),
+                    finished: None,
+                    elapsed_secs: None,
+                });
+            }
+            Some(name) => {
+                let Some(a) = out
+                    .iter_mut()
+                    .rev()
+                    .find(|a| a.agent == agent && a.key == key)
+                else {
+                    continue;
+                };
+                match name {
+                    "turn" => a.turns = body["turn"].as_u64().unwrap_or(a.turns),
+                    "usage" => {
+                        a.input_tokens += body["input_tokens"].as_u64().unwrap_or(0);
+                        a.output_tokens += body["output_tokens"].as_u64().unwrap_or(0);
+                        a.cost_usd += body["cost_usd"].as_f64().unwrap_or(0.0);
+                    }
+                    "agent_finished" => {
+                        a.finished = body["status"].as_str().map(str::to_owned);
+                        a.elapsed_secs = seconds_between(&a.started_at, &e.at);
+                    }
+                    _ => {}
+                }
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_runs_sum_their_usage() {
+        let ev = |seq, body: &str| StoredEvent {
+            seq,
+            run_id: "r".into(),
+            at: "2026-01-01T00:00:00Z".into(),
+            scope: r#"{"agent":{"unit":{"story":"1-1-a"},"agent":"developer"}}"#.into(),
+            body: body.into(),
+        };
+        let runs = agent_runs(
+            &[
+                ev(
+                    1,
+                    r#"{"event":"agent_started","agent":"developer","model":"script/demo"}"#,
+                ),
+                ev(2, r#"{"event":"turn","agent":"developer","turn":2}"#),
+                ev(
+                    3,
+                    r#"{"event":"usage","agent":"developer","input_tokens":10,"output_tokens":3,"cost_usd":0.5}"#,
+                ),
+                ev(
+                    4,
+                    r#"{"event":"usage","agent":"developer","input_tokens":5,"output_tokens":1,"cost_usd":0.25}"#,
+                ),
+            ],
+            "r",
+        );
+        assert_eq!(runs.len(), 1);
+        let a = &runs[0];
+        assert_eq!(
+            (a.backend.as_str(), a.turns, a.input_tokens, a.cost_usd),
+            ("script", 2, 15, 0.75)
+        );
+        assert_eq!(a.key.as_deref(), Some("1-1-a"));
+        assert!(a.finished.is_none() && a.elapsed_secs.is_none());
+        let done = agent_runs(
+            &[
+                ev(
+                    1,
+                    r#"{"event":"agent_started","agent":"developer","model":"script/demo"}"#,
+                ),
+                StoredEvent {
+                    at: "2026-01-01T00:01:05Z".into(),
+                    ..ev(
+                        2,
+                        r#"{"event":"agent_finished","agent":"developer","status":"completed"}"#,
+                    )
+                },
+            ],
+            "r",
+        );
+        assert_eq!(done[0].finished.as_deref(), Some("completed"));
+        assert_eq!(done[0].elapsed_secs, Some(65));
+    }
+}

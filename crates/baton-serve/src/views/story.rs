@@ -1,0 +1,343 @@
+//! A story's page: its steps with agent, model, outcome, output and spend, its review findings,
+//! stage commits, escalations, and its agents' activity.
+
+use super::escalations::EscalationCard;
+use super::{ViewError, add, journal_of, scope_agent, usage_of};
+use crate::{Host, InFlight, Project, StageCommit};
+use baton_core::key::KeyKind;
+use baton_store::journal::board::Spend;
+use baton_store::journal::{StepRecord, StoredEvent};
+use baton_store::sprint_file::SprintDoc;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// How many of a story's newest events its page reads.
+const STORY_EVENTS: usize = 20_000;
+
+/// One step of a story.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepView {
+    /// Journal id.
+    pub id: i64,
+    /// The run.
+    pub run: String,
+    /// The stage (`create`, `dev`, `review`, `fix`, `merge`, …).
+    pub stage: String,
+    /// Attempt.
+    pub attempt: u32,
+    /// The outcome (`None`: running, or cut off).
+    pub outcome: Option<String>,
+    /// Start.
+    pub started_at: String,
+    /// End.
+    pub ended_at: Option<String>,
+    /// The agent.
+    pub agent: Option<String>,
+    /// The model it ran on (`provider/model`; the provider names the worker).
+    pub model: Option<String>,
+    /// Why it failed, the failing tests' output, or the review's summary.
+    pub output: Option<String>,
+    /// Findings a review reported, and how many were blocking.
+    pub findings: Option<usize>,
+    /// Blocking findings.
+    pub blocking: Option<usize>,
+    /// What it spent.
+    pub spend: Spend,
+}
+
+/// A finding written into the story's `### Review Findings`.
+#[derive(Debug, Clone, Serialize)]
+pub struct FindingView {
+    /// The review round.
+    pub round: String,
+    /// `blocking` (critical or high: to patch) or `deferred` (low).
+    pub severity: &'static str,
+    /// The finding, with its location.
+    pub text: String,
+}
+
+/// One line of an agent's activity.
+#[derive(Debug, Clone, Serialize)]
+pub struct Activity {
+    /// Journal number.
+    pub seq: i64,
+    /// Time.
+    pub at: String,
+    /// The agent, when an agent did it.
+    pub agent: Option<String>,
+    /// The event's name.
+    pub event: String,
+    /// One line.
+    pub text: String,
+}
+
+/// The story page.
+#[derive(Debug, Clone, Serialize)]
+pub struct Story {
+    /// The journal number the page was built at.
+    pub seq: i64,
+    /// The key.
+    pub key: String,
+    /// The epic.
+    pub epic: Option<String>,
+    /// Its status.
+    pub status: String,
+    /// Its steps, in time order.
+    pub steps: Vec<StepView>,
+    /// Its escalations.
+    pub escalations: Vec<EscalationCard>,
+    /// The review findings of its story file, blocking first.
+    pub findings: Vec<FindingView>,
+    /// Its stage commits and their diffs.
+    pub commits: Vec<StageCommit>,
+    /// What it cost.
+    pub spend: Spend,
+    /// Its recent agent activity (the live transcript continues it).
+    pub activity: Vec<Activity>,
+    /// In flight, where.
+    pub in_flight: Option<InFlight>,
+}
+
+/// Whether `key` may name a file in the stories folder: a plain file name.
+fn safe_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 200
+        && !key.starts_with('.')
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+}
+
+/// Builds the story page for `key` (a story of the sprint file).
+pub fn story(project: &Project, host: &dyn Host, key: &str) -> Result<Story, ViewError> {
+    let doc = SprintDoc::load(&project.sprint_file)?;
+    let entry = doc
+        .sprint()
+        .get(key)
+        .filter(|e| matches!(e.key.kind(), KeyKind::Story { .. }) && safe_key(key))
+        .ok_or_else(|| ViewError::NotFound(format!("no story `{key}` in the sprint file")))?;
+    let status = entry.effective().as_str().to_owned();
+    let epic = entry.key.kind().epic().map(|e| e.to_string());
+    let journal = journal_of(host);
+    let (steps, escalations, seq, events) = match journal.as_deref() {
+        Some(j) => (
+            j.steps_for_key(key)?,
+            j.escalations_for_key(key, false)?,
+            j.last_event_seq()?,
+            j.story_events(key, STORY_EVENTS)?,
+        ),
+        None => Default::default(),
+    };
+    let activity: Vec<Activity> = events.iter().filter_map(activity_of).collect();
+    let models = models_by_agent(&events);
+    let steps: Vec<StepView> = steps
+        .iter()
+        .map(|s| step_view(s, &events, &models))
+        .collect();
+    let spend = events
+        .iter()
+        .filter_map(usage_of)
+        .fold(Spend::default(), |a, (_, u, _)| add(a, u));
+    let file = project.stories_dir.join(format!("{key}.md"));
+    let findings = if super::inside(&file, &project.stories_dir) {
+        review_findings(&file)
+    } else {
+        Vec::new()
+    };
+    Ok(Story {
+        seq,
+        key: key.to_owned(),
+        epic,
+        status,
+        steps,
+        escalations: escalations.iter().map(EscalationCard::of).collect(),
+        findings,
+        commits: host.stage_commits(key),
+        spend,
+        activity,
+        in_flight: host.in_flight().into_iter().find(|f| f.key == key),
+    })
+}
+
+/// The model each agent last started on.
+fn models_by_agent(events: &[StoredEvent]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for e in events {
+        let Ok(body) = serde_json::from_str::<serde_json::Value>(&e.body) else {
+            continue;
+        };
+        if body["event"] == "agent_started"
+            && let (Some(agent), Some(model)) = (body["agent"].as_str(), body["model"].as_str())
+        {
+            out.insert(agent.to_owned(), model.to_owned());
+        }
+    }
+    out
+}
+
+/// An event as one line of activity; `None` for events not worth a line.
+pub fn activity_of(e: &StoredEvent) -> Option<Activity> {
+    let body: serde_json::Value = serde_json::from_str(&e.body).ok()?;
+    let event = body["event"].as_str()?.to_owned();
+    let s = |k: &str| body[k].as_str().unwrap_or_default().to_owned();
+    let text = match event.as_str() {
+        "agent_started" => format!("started on {}", s("model")),
+        "turn" => format!("turn {}", body["turn"]),
+        "tool_call" => format!("calls {}", s("tool")),
+        "refused" => format!("refused {}: {}", s("tool"), s("reason")),
+        "usage" => format!(
+            "{} in / {} out tokens, ${:.4}",
+            body["input_tokens"],
+            body["output_tokens"],
+            body["cost_usd"].as_f64().unwrap_or(0.0)
+        ),
+        "agent_finished" => format!("finished: {}", s("status")),
+        "stage" => format!(
+            "stage {} (round {}) by {}",
+            s("stage"),
+            body["round"],
+            s("agent")
+        ),
+        "transition" => format!("{} → {}", s("from"), s("to")),
+        "tests" => format!(
+            "tests {}",
+            if body["passed"] == true {
+                "passed"
+            } else {
+                "failed"
+            }
+        ),
+        "commit" => format!("commit {}", s("message")),
+        "escalation" => format!(
+            "escalation #{}: {}",
+            body["escalation"]["id"],
+            body["escalation"]["title"].as_str().unwrap_or_default()
+        ),
+        "budget_warning" => format!("budget: {}", s("message")),
+        "story_finished" => format!("finished as {}", s("status")),
+        "merge" => format!("merge: {} {}", s("phase"), s("detail")),
+        _ => return None,
+    };
+    Some(Activity {
+        seq: e.seq,
+        at: e.at.clone(),
+        agent: scope_agent(&e.scope).or_else(|| body["agent"].as_str().map(str::to_owned)),
+        event,
+        text,
+    })
+}
+
+/// A step with what its agent spent while it ran (the usage events of that agent between the
+/// step's start and end).
+fn step_view(
+    s: &StepRecord,
+    events: &[StoredEvent],
+    models: &BTreeMap<String, String>,
+) -> StepView {
+    let detail: serde_json::Value = s
+        .detail
+        .as_deref()
+        .and_then(|d| serde_json::from_str(d).ok())
+        .unwrap_or_default();
+    let agent = detail["agent"].as_str().map(str::to_owned);
+    let count = |k: &str| detail[k].as_u64().and_then(|n| usize::try_from(n).ok());
+    let during =
+        |at: &str| at >= s.started_at.as_str() && s.ended_at.as_deref().is_none_or(|end| at <= end);
+    let spend = events
+        .iter()
+        .filter(|e| e.run_id == s.run_id && during(&e.at))
+        .filter_map(usage_of)
+        .filter(|(a, _, _)| agent.as_deref().is_none_or(|ours| ours == a))
+        .fold(Spend::default(), |acc, (_, u, _)| add(acc, u));
+    StepView {
+        id: s.id,
+        run: s.run_id.clone(),
+        stage: s.stage.clone(),
+        attempt: s.attempt,
+        outcome: s.outcome.clone(),
+        started_at: s.started_at.clone(),
+        ended_at: s.ended_at.clone(),
+        model: agent.as_ref().and_then(|a| models.get(a).cloned()),
+        agent,
+        output: detail["reason"].as_str().map(str::to_owned),
+        findings: count("findings"),
+        blocking: count("blocking"),
+        spend,
+    }
+}
+
+/// The findings of a story file's `### Review Findings` section (BMad's dialect, as baton
+/// writes it: `- [ ] [Review][Patch] …` to patch, `- [x] [Review][Defer] …` deferred).
+pub fn review_findings(path: &Path) -> Vec<FindingView> {
+    let Ok(text) = baton_store::bounded::read_to_string(path, baton_store::bounded::DOCUMENT_LIMIT)
+    else {
+        return Vec::new();
+    };
+    let Some(at) = text.find("### Review Findings") else {
+        return Vec::new();
+    };
+    let mut round = String::new();
+    let mut out = Vec::new();
+    for line in text[at..].lines().skip(1) {
+        let line = line.trim();
+        if line.starts_with('#') {
+            break;
+        }
+        if let Some(r) = line.strip_prefix("Round ") {
+            round = r.split(':').next().unwrap_or_default().to_owned();
+        } else if let Some(f) = line.strip_prefix("- [ ] [Review][Patch] ") {
+            out.push(FindingView {
+                round: round.clone(),
+                severity: "blocking",
+                text: f.to_owned(),
+            });
+        } else if let Some(f) = line.strip_prefix("- [x] [Review][Defer] ") {
+            out.push(FindingView {
+                round: round.clone(),
+                severity: "deferred",
+                text: f.trim_end_matches(" — deferred").to_owned(),
+            });
+        }
+    }
+    out.sort_by_key(|f| f.severity != "blocking");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn story_keys_that_could_leave_the_folder_are_refused() {
+        assert!(safe_key("1-2-login"));
+        assert!(!safe_key("../x"));
+        assert!(!safe_key("a/b"));
+        assert!(!safe_key(".hidden"));
+        assert!(!safe_key(""));
+    }
+
+    #[test]
+    fn review_findings_are_read_blocking_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("1-1-a.md");
+        std::fs::write(
+            &p,
+            "# Story\n\n### Review Findings\n\nRound 1: changes requested (1 to patch, 1 deferred)\n\n\
+             - [x] [Review][Defer] naming [a.rs:3] — deferred\n\
+             - [ ] [Review][Patch] off by one [a.rs:1]\n\n## Dev Notes\n- [ ] [Review][Patch] not a finding\n",
+        )
+        .unwrap();
+        let f = review_findings(&p);
+        assert_eq!(f.len(), 2);
+        assert_eq!(
+            (f[0].severity, f[0].text.as_str()),
+            ("blocking", "off by one [a.rs:1]")
+        );
+        assert_eq!(
+            (f[1].severity, f[1].text.as_str()),
+            ("deferred", "naming [a.rs:3]")
+        );
+        assert_eq!(f[0].round, "1");
+    }
+}
