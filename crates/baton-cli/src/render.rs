@@ -412,13 +412,19 @@ pub async fn drive<R>(mut s: Session<R>, interactive: bool, mut style: Style) ->
                     && escalation.awaiting
                     && interactive
                 {
+                    // The question is asked on a thread of its own, so events go on being
+                    // shown (other stories in flight, an answer given on the board) and a run
+                    // that ends while it waits is not held by it.
                     let view = escalation.clone();
                     let id = view.id;
-                    let op = match tokio::task::spawn_blocking(move || ask(&view)).await {
-                        Ok(Some(choice)) => Op::Answer { id, choice },
-                        _ => Op::Defer { id },
-                    };
-                    let _ = s.ops.send(op);
+                    let ops = s.ops.clone();
+                    std::thread::spawn(move || {
+                        let op = match ask(&view) {
+                            Some(choice) => Op::Answer { id, choice },
+                            None => Op::Defer { id },
+                        };
+                        let _ = ops.send(op);
+                    });
                 }
             }
         }

@@ -2047,3 +2047,60 @@ fn a_parked_story_whose_marker_a_rewrite_dropped_is_not_worked_again() {
             .all(|(_, to)| to == "needs-intervention")
     );
 }
+
+#[test]
+fn an_answer_given_elsewhere_resumes_a_run_asking_at_a_terminal() {
+    // The run asks at a terminal (a pseudo-terminal from `script`); the answer comes from
+    // another process (`baton answer`, as the board does): the run takes it and goes on.
+    let p = escalating_project(2);
+    let line = format!(
+        "{} -C '{}' sprint --yolo --batch 2",
+        super::common::BATON,
+        p.root().display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qfec", &line, "/dev/null"])
+        .env("BATON_CONFIG_DIR", p.root().join(".baton/no-user-config"))
+        .env("TZ", "UTC")
+        .env_remove("BATON_PROJECT")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script runs");
+    // Nobody types: the question waits on an open, silent terminal.
+    let _keyboard = child.stdin.take();
+    let started = std::time::Instant::now();
+    let id = loop {
+        if let Some(e) = open_escalations(&p).first() {
+            break e["id"].as_i64().expect("id");
+        }
+        assert!(started.elapsed() < HANG_GUARD, "no escalation was raised");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    baton(&p, &["answer", &id.to_string(), "1"]).expect_code(0);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(started.elapsed() < HANG_GUARD, "the run still waits");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut shown = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        let _ = std::io::Read::read_to_string(&mut out, &mut shown);
+    }
+    assert!(status.success(), "{shown}");
+    assert!(
+        shown.contains(&format!(
+            "escalation #{id} was answered elsewhere: another fix round"
+        )),
+        "{shown}"
+    );
+    let st = statuses(&p);
+    assert_eq!(
+        (st[K1].as_str(), st[K2].as_str()),
+        ("done", "done"),
+        "{shown}"
+    );
+}

@@ -51,6 +51,9 @@ pub fn fact(e: EscalationRecord) -> EscalationFact {
     }
 }
 
+/// How often a run waiting for a person looks in the journal for an answer given elsewhere.
+const ANSWER_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
 impl Run {
     /// Records `e` for `unit` under `title` (raised after step `after_step`) in the journal and
     /// `escalations.log`, tells the front end, and, with a human at the terminal, waits for
@@ -150,6 +153,21 @@ impl Run {
             let answer = tokio::select! {
                 a = answers.recv() => a,
                 () = self.setup.cancel.cancelled() => None,
+                // An answer recorded elsewhere (`baton answer`, the board) while a person is
+                // asked at this terminal is taken as theirs.
+                () = tokio::time::sleep(ANSWER_POLL) => {
+                    if let Some(choice) = self.answered_elsewhere(esc.id)? {
+                        self.emit_run(EventBody::Notice {
+                            message: format!(
+                                "escalation #{} was answered elsewhere: {}",
+                                esc.id,
+                                Choice::label_of(EscalationKind::parse(&esc.kind), &choice)
+                            ),
+                        });
+                        return Ok(());
+                    }
+                    continue;
+                }
             };
             let Some(answer) = answer else {
                 return Ok(());
@@ -178,6 +196,13 @@ impl Run {
                 ),
             }
         }
+    }
+
+    /// The answer the journal holds for escalation `id`, if someone gave one.
+    fn answered_elsewhere(&self, id: i64) -> Result<Option<String>, EngineError> {
+        Ok(self
+            .with_journal(|j| Ok(j.escalation(id)?))?
+            .and_then(|e| e.answer))
     }
 
     /// Tells the front end an answer was not carried out, and why.
@@ -359,6 +384,7 @@ mod tests {
             .unwrap();
         let answer = s.done.await.unwrap().unwrap();
         assert_eq!(answer.as_deref(), Some("stop"));
+        // (An answer given elsewhere is tested below.)
         // The events were numbered by the journal: a late reader finds the same stream there.
         let journal = SqliteJournal::open(&dir.path().join("baton.db")).unwrap();
         let stored: Vec<(u64, crate::protocol::Scope, EventBody)> =
@@ -375,5 +401,43 @@ mod tests {
                 .collect();
         let sent: Vec<_> = seen.into_iter().map(|e| (e.seq, e.scope, e.body)).collect();
         assert_eq!(stored, sent);
+    }
+
+    #[tokio::test]
+    async fn an_answer_recorded_elsewhere_ends_the_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let (run, io) = run(dir.path());
+        let mut s = session::start(Raises, run, io).await.unwrap();
+        let id = loop {
+            let e = s.events.recv().await.unwrap();
+            if let EventBody::Escalation { escalation } = e.body {
+                break escalation.id;
+            }
+        };
+        // Another process (`baton answer`, the board) records the answer in the journal.
+        let mut other = SqliteJournal::open(&dir.path().join("baton.db")).unwrap();
+        assert!(
+            other
+                .answer_escalation(id, "another-round", "2026-11-26T10:00:00Z")
+                .unwrap()
+        );
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(30), s.done)
+            .await
+            .expect("the run stopped waiting")
+            .unwrap()
+            .unwrap();
+        assert_eq!(answer.as_deref(), Some("another-round"));
+        let mut notices = Vec::new();
+        while let Ok(e) = s.events.try_recv() {
+            if let EventBody::Notice { message } = e.body {
+                notices.push(message);
+            }
+        }
+        assert!(
+            notices
+                .iter()
+                .any(|m| m.contains("answered elsewhere: another fix round")),
+            "{notices:?}"
+        );
     }
 }
