@@ -75,6 +75,28 @@ pub struct StageCommit {
     pub diff: String,
 }
 
+/// What one step of a unit was reminded of by the team's memory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Recall {
+    /// The kind of step (`dev`, `review`, …).
+    pub stage: String,
+    /// When (RFC 3339).
+    pub at: String,
+    /// The memories put in its task, in order.
+    pub memories: Vec<RecalledMemory>,
+}
+
+/// A memory as a recall showed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecalledMemory {
+    /// Its id (`m12`).
+    pub id: i64,
+    /// Its kind (`problem-solution`, …).
+    pub kind: String,
+    /// Its text (`None`: forgotten since).
+    pub text: Option<String>,
+}
+
 /// An escalation answered from the board.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Answered {
@@ -121,6 +143,12 @@ pub trait Host: Send + Sync + 'static {
     fn stage_commits(&self, key: &str) -> Vec<StageCommit>;
     /// Records `choice` (a number, id or label) for escalation `id`, exactly as `baton answer`.
     fn answer(&self, id: i64, choice: &str) -> Result<Answered, AnswerRefused>;
+    /// What the steps of unit `key` were reminded of by the team's memory, oldest first (none
+    /// where the memory is off or not loaded).
+    fn recalls(&self, key: &str) -> Vec<Recall> {
+        let _ = key;
+        Vec::new()
+    }
 }
 
 /// How the board is served.

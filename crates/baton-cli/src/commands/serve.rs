@@ -13,7 +13,9 @@ use crate::commands::Code;
 use crate::config::Config;
 use anyhow::{Context, Result, bail};
 use baton_agent::workspace::git::Git;
-use baton_serve::{AnswerRefused, Answered, Host, InFlight, Journal, StageCommit};
+use baton_serve::{
+    AnswerRefused, Answered, Host, InFlight, Journal, Recall, RecalledMemory, StageCommit,
+};
 use baton_store::journal::{JournalError, SqliteJournal};
 use std::io::Write as _;
 use std::sync::Arc;
@@ -67,6 +69,42 @@ impl Host for CliHost {
             lane_place: f.lane_place,
         })
         .collect()
+    }
+
+    fn recalls(&self, key: &str) -> Vec<Recall> {
+        use baton_store::memory::MemoryStore as _;
+        // Only a trusted project's memory is read, and only when there is one: the board never
+        // creates it.
+        let path = super::memory::db_path(&self.cfg);
+        if !self.cfg.trusted || !self.cfg.memory.enabled.unwrap_or(true) || !path.is_file() {
+            return Vec::new();
+        }
+        let Ok(store) = baton_store::memory::SqliteMemory::open_read_only(&path) else {
+            return Vec::new();
+        };
+        store
+            .recalls(key)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| Recall {
+                stage: r.stage,
+                at: jiff::Timestamp::from_second(r.at)
+                    .map(|t| t.to_string())
+                    .unwrap_or_default(),
+                memories: r
+                    .memories
+                    .iter()
+                    .map(|&id| {
+                        let m = store.get(id).ok().flatten();
+                        RecalledMemory {
+                            id,
+                            kind: m.as_ref().map(|m| m.kind.to_string()).unwrap_or_default(),
+                            text: m.map(|m| m.text),
+                        }
+                    })
+                    .collect(),
+            })
+            .collect()
     }
 
     fn stage_commits(&self, key: &str) -> Vec<StageCommit> {

@@ -1398,3 +1398,39 @@ mod browser {
         });
     }
 }
+
+#[test]
+fn a_storys_page_shows_what_the_team_remembered_for_it() {
+    let script = Script::new().straight(K1);
+    let p = sprint_project(Toml::default(), &script);
+    baton(&p, &["trust"]).expect_code(0);
+    baton(&p, &["remember", "Keep stage commits small"]).expect_code(0);
+    baton(&p, &["sprint", "--yolo", "--stories", K1]).expect_code(0);
+    let server = Server::start(&p, &[], &[]);
+    let story = server.json(&format!("/story/{K1}"));
+    let recalls = story["recalls"].as_array().expect("recalls");
+    let stages: Vec<&str> = recalls.iter().filter_map(|r| r["stage"].as_str()).collect();
+    assert!(
+        stages.contains(&"dev") && stages.contains(&"review"),
+        "{story:#}"
+    );
+    assert_eq!(
+        recalls[0]["memories"][0]["text"],
+        "Keep stage commits small"
+    );
+    assert_eq!(recalls[0]["memories"][0]["kind"], "preference");
+    let page = server.get(&format!("/story/{K1}"), &[]);
+    assert!(
+        page.body.contains("What the team remembered"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("Keep stage commits small"));
+    // A forgotten memory stays in the record of what was recalled, marked as such.
+    baton(&p, &["forget", "m1"]).expect_code(0);
+    let story = server.json(&format!("/story/{K1}"));
+    assert!(
+        story["recalls"][0]["memories"][0]["text"].is_null(),
+        "{story:#}"
+    );
+}

@@ -97,6 +97,8 @@ pub struct Story {
     pub activity: Vec<Activity>,
     /// In flight, where.
     pub in_flight: Option<InFlight>,
+    /// What its steps were reminded of by the team's memory.
+    pub recalls: Vec<crate::Recall>,
 }
 
 /// Whether `key` may name a file in the stories folder: a plain file name.
@@ -157,6 +159,7 @@ pub fn story(project: &Project, host: &dyn Host, key: &str) -> Result<Story, Vie
         spend,
         activity,
         in_flight: host.in_flight().into_iter().find(|f| f.key == key),
+        recalls: host.recalls(key),
     })
 }
 

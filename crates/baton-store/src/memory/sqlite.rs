@@ -136,6 +136,32 @@ impl SqliteMemory {
         }
     }
 
+    /// Opens an existing memory for reading only (a viewer such as the board): nothing is
+    /// created, migrated or set aside, and every write fails.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::Sqlite`] when it cannot be opened or is not a memory database.
+    pub fn open_read_only(path: &Path) -> Result<SqliteMemory, MemoryError> {
+        let err = |source| MemoryError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(err)?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(err)?;
+        conn.query_row("SELECT count(*) FROM memories", [], |r| r.get::<_, i64>(0))
+            .map_err(err)?;
+        Ok(SqliteMemory {
+            conn,
+            path: path.to_path_buf(),
+            cap: DEFAULT_CAP,
+        })
+    }
+
     /// A private in-memory store (tests, benchmarks).
     ///
     /// # Errors

@@ -270,3 +270,30 @@ fn a_glob_is_found_through_the_directory_it_starts_in() {
     );
     assert!(texts(&["src/web.rs"]).is_empty());
 }
+
+#[test]
+fn a_read_only_store_reads_and_never_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    assert!(
+        SqliteMemory::open_read_only(&path).is_err(),
+        "nothing is created"
+    );
+    assert!(!path.exists());
+    let mut m = SqliteMemory::open(&path, DEFAULT_CAP, 0).unwrap();
+    let id = m.remember(draft(Kind::Pattern, "read me"), 0).unwrap().id();
+    drop(m);
+    let mut r = SqliteMemory::open_read_only(&path).unwrap();
+    assert_eq!(r.get(id).unwrap().unwrap().text, "read me");
+    assert!(r.remember(draft(Kind::Pattern, "write me"), 1).is_err());
+    std::fs::write(
+        dir.path().join("junk.db"),
+        "not a database at all, just some text here",
+    )
+    .unwrap();
+    assert!(SqliteMemory::open_read_only(&dir.path().join("junk.db")).is_err());
+    assert!(
+        dir.path().join("junk.db").exists(),
+        "a viewer sets nothing aside"
+    );
+}
