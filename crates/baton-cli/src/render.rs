@@ -170,6 +170,23 @@ pub fn print_event(event: &Event) {
             }
         }
         EventBody::OpRejected { reason, .. } => eprintln!("warning: {reason}"),
+        EventBody::Review {
+            key,
+            round,
+            passed,
+            findings,
+        } => {
+            let blocking = findings.iter().filter(|f| f.severity.is_blocking()).count();
+            eprintln!(
+                "[{key}] review round {round}: {} ({} findings, {blocking} blocking)",
+                if *passed {
+                    "passed"
+                } else {
+                    "changes requested"
+                },
+                findings.len()
+            );
+        }
         EventBody::Merge { key, phase, detail } => {
             let line = match phase {
                 MergePhase::Worktree => format!("works in its own worktree, on `{detail}`"),

@@ -409,7 +409,21 @@ fn a_finished_run_is_shown_from_the_journal_alone() {
         .iter()
         .map(|f| f["severity"].as_str().unwrap())
         .collect();
-    assert!(severities.contains(&"blocking"), "{story:#}");
+    // The journaled verdicts give each finding its severity, newest round first.
+    assert!(
+        severities.contains(&"high") && severities.contains(&"low"),
+        "{story:#}"
+    );
+    assert!(
+        story["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["severity"] == "high"
+                && f["round"] == "1"
+                && f["text"].as_str().unwrap().ends_with("[src/lib.txt:1]")),
+        "{story:#}"
+    );
     assert_eq!(story["escalations"][0]["answer"], "another fix round");
     assert!(!story["activity"].as_array().unwrap().is_empty());
 
@@ -1377,7 +1391,7 @@ mod browser {
             )
             .await;
             assert!(steps.as_u64() >= Some(6), "{steps}");
-            visible(&c, "ul.findings .sev-blocking").await;
+            visible(&c, "ul.findings .sev-high").await;
             visible(&c, "details.commit summary").await;
             let lines = js(
                 &c,

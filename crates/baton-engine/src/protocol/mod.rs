@@ -374,6 +374,17 @@ pub enum EventBody {
         /// The branch, the files in conflict, the base: what the phase concerns.
         detail: String,
     },
+    /// A review's parsed verdict: what the orchestrator read from the reviewer's block.
+    Review {
+        /// Story.
+        key: String,
+        /// The review round (1 for the first).
+        round: u32,
+        /// Whether it passed.
+        passed: bool,
+        /// The findings, with their severity, file and line.
+        findings: Vec<baton_core::verdict::Finding>,
+    },
     /// An operation was not carried out.
     OpRejected {
         /// The operation.

@@ -7,6 +7,7 @@ use crate::checks;
 use crate::ctx::StoryCtx;
 use crate::error::EngineError;
 use crate::prompts;
+use crate::protocol::EventBody;
 use crate::story_doc;
 use baton_agent::outcome::Outcome;
 use baton_core::dispatch::Stage;
@@ -81,6 +82,12 @@ impl StageWork for Review {
             Verdict::Pass(r) => (true, r),
             Verdict::Fail(r) => (false, r),
         };
+        ctx.emit(EventBody::Review {
+            key: ctx.key.clone(),
+            round: plan.round,
+            passed,
+            findings: review.findings.clone(),
+        });
         let detail = StepDetail {
             reason: Some(review.summary.clone()),
             fingerprint: Some(findings_fingerprint(&review.findings)),

@@ -51,7 +51,8 @@ pub struct StepView {
 pub struct FindingView {
     /// The review round.
     pub round: String,
-    /// `blocking` (critical or high: to patch) or `deferred` (low).
+    /// `critical`, `high`, `medium` or `low` from a journaled review; `blocking` (to patch) or
+    /// `deferred` from the story file of a story reviewed before reviews were journaled.
     pub severity: &'static str,
     /// The finding, with its location.
     pub text: String,
@@ -142,11 +143,12 @@ pub fn story(project: &Project, host: &dyn Host, key: &str) -> Result<Story, Vie
         .filter_map(usage_of)
         .fold(Spend::default(), |a, (_, u, _)| add(a, u));
     let file = project.stories_dir.join(format!("{key}.md"));
-    let findings = if super::inside(&file, &project.stories_dir) {
-        review_findings(&file)
-    } else {
-        Vec::new()
-    };
+    // The parsed verdicts the run journaled carry each finding's severity; a story reviewed
+    // before they were journaled has only its story file's record.
+    let mut findings = journaled_findings(&events);
+    if findings.is_empty() && super::inside(&file, &project.stories_dir) {
+        findings = review_findings(&file);
+    }
     Ok(Story {
         seq,
         key: key.to_owned(),
@@ -177,6 +179,53 @@ fn models_by_agent(events: &[StoredEvent]) -> BTreeMap<String, String> {
         }
     }
     out
+}
+
+/// The findings of the story's journaled reviews (`review` events), newest round first and,
+/// within a round, most severe first, each with its severity (`critical`, `high`, `medium`,
+/// `low`), file and line.
+pub fn journaled_findings(events: &[StoredEvent]) -> Vec<FindingView> {
+    let mut out: Vec<(u64, u8, FindingView)> = Vec::new();
+    for e in events {
+        let Ok(body) = serde_json::from_str::<serde_json::Value>(&e.body) else {
+            continue;
+        };
+        if body["event"] != "review" {
+            continue;
+        }
+        let round = body["round"].as_u64().unwrap_or_default();
+        for f in body["findings"].as_array().into_iter().flatten() {
+            let severity: &'static str = match f["severity"].as_str().unwrap_or_default() {
+                "critical" => "critical",
+                "high" => "high",
+                "medium" => "medium",
+                _ => "low",
+            };
+            let rank = match severity {
+                "critical" => 0,
+                "high" => 1,
+                "medium" => 2,
+                _ => 3,
+            };
+            let file = f["file"].as_str().unwrap_or_default();
+            let place = match (file.is_empty(), f["line"].as_u64()) {
+                (true, _) => String::new(),
+                (false, Some(l)) => format!(" [{file}:{l}]"),
+                (false, None) => format!(" [{file}]"),
+            };
+            out.push((
+                round,
+                rank,
+                FindingView {
+                    round: round.to_string(),
+                    severity,
+                    text: format!("{}{place}", f["issue"].as_str().unwrap_or_default()),
+                },
+            ));
+        }
+    }
+    out.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    out.into_iter().map(|(_, _, f)| f).collect()
 }
 
 /// An event as one line of activity; `None` for events not worth a line.
@@ -220,6 +269,16 @@ pub fn activity_of(e: &StoredEvent) -> Option<Activity> {
         "budget_warning" => format!("budget: {}", s("message")),
         "story_finished" => format!("finished as {}", s("status")),
         "merge" => format!("merge: {} {}", s("phase"), s("detail")),
+        "review" => format!(
+            "review round {}: {} ({} findings)",
+            body["round"],
+            if body["passed"] == true {
+                "passed"
+            } else {
+                "changes requested"
+            },
+            body["findings"].as_array().map_or(0, Vec::len)
+        ),
         _ => return None,
     };
     Some(Activity {
