@@ -702,3 +702,48 @@ fn the_menu_detector_over_every_markdown_file_of_bmads_skills_is_pinned() {
     settings.set_prepend_module_to_snapshot(false);
     settings.bind(|| insta::assert_snapshot!("bmad_skill_menus", report));
 }
+
+#[test]
+fn every_headless_status_example_in_bmads_skills_is_read() {
+    use baton_core::autopilot::headless::{RunStatus, parse};
+    let Some(bmad) = bmad() else { return };
+    let root = bmad.dir.join("node_modules/bmad-method/src");
+    let mut files = Vec::new();
+    markdown_files(&root, &root, &mut files);
+    files.sort();
+    let mut read = Vec::new();
+    for rel in &files {
+        let text = std::fs::read_to_string(root.join(rel)).unwrap_or_default();
+        // Each fenced JSON example with a `status` of a run.
+        for block in text.split("```json").skip(1) {
+            let Some((body, _)) = block.split_once("```") else {
+                continue;
+            };
+            let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<Value>(body) else {
+                continue;
+            };
+            let Some(status) = o.get("status").and_then(Value::as_str) else {
+                continue;
+            };
+            if !["complete", "partial", "blocked"].contains(&status) {
+                continue;
+            }
+            let s = parse(body).unwrap_or_else(|e| panic!("{}: {e}\n{body}", rel.display()));
+            let want = match status {
+                "complete" => RunStatus::Complete,
+                "partial" => RunStatus::Partial,
+                _ => RunStatus::Blocked,
+            };
+            assert_eq!(s.status, want, "{}", rel.display());
+            read.push(format!("{} {status}", rel.display()));
+        }
+    }
+    // The headless skills' schemas are among them.
+    for skill in ["bmad-prd", "bmad-ux"] {
+        assert!(
+            read.iter().any(|r| r.contains(skill)),
+            "no status example of {skill}: {read:#?}"
+        );
+    }
+    assert!(read.iter().any(|r| r.ends_with("blocked")), "{read:#?}");
+}
