@@ -747,3 +747,50 @@ fn every_headless_status_example_in_bmads_skills_is_read() {
     }
     assert!(read.iter().any(|r| r.ends_with("blocked")), "{read:#?}");
 }
+
+#[test]
+fn skills_installed_by_bmads_own_installer_are_found() {
+    use baton_store::bmad_skills::{find, list};
+    let Some(bmad) = bmad() else { return };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(bmad.dir.join("node_modules/.bin/bmad-method"))
+        .args(["install", "--directory"])
+        .arg(dir.path())
+        .args(["--modules", "bmm", "--tools", "claude-code", "--yes"])
+        .current_dir(dir.path())
+        .output()
+        .expect("BMad's installer runs");
+    assert!(
+        out.status.success(),
+        "bmad-method install: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = list(dir.path()).expect("the manifest reads");
+    let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+    for want in [
+        "bmad-prd",
+        "bmad-party-mode",
+        "bmad-retrospective",
+        "bmad-ux",
+        "bmad-spec",
+    ] {
+        assert!(names.contains(&want), "{want} not in {names:?}");
+    }
+    let prd = find(dir.path(), "bmad-prd").expect("bmad-prd");
+    assert!(prd.instructions.is_file());
+    assert_eq!(prd.module, "bmm");
+    assert!(prd.headless.is_some(), "bmad-prd has a headless mode");
+    let party = find(dir.path(), "bmad-party-mode").expect("bmad-party-mode");
+    assert!(party.headless.is_none());
+    // Every skill with a headless mode, as installed.
+    let headless: Vec<&str> = all
+        .iter()
+        .filter(|s| s.headless.is_some())
+        .map(|s| s.name.as_str())
+        .collect();
+    for want in ["bmad-prd", "bmad-ux", "bmad-spec", "bmad-brainstorming"] {
+        assert!(headless.contains(&want), "{want} not in {headless:?}");
+    }
+    let err = find(dir.path(), "bmad-nope").unwrap_err().to_string();
+    assert!(err.contains("installed: bmad-"), "{err}");
+}
