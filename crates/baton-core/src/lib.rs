@@ -16,6 +16,7 @@ pub mod escalation;
 pub mod key;
 pub mod memory;
 pub mod next;
+pub mod pipeline;
 pub mod plan;
 pub mod sdd;
 pub mod secrets;
