@@ -143,6 +143,11 @@ pub trait Host: Send + Sync + 'static {
     fn stage_commits(&self, key: &str) -> Vec<StageCommit>;
     /// Records `choice` (a number, id or label) for escalation `id`, exactly as `baton answer`.
     fn answer(&self, id: i64, choice: &str) -> Result<Answered, AnswerRefused>;
+    /// Remembers the reason given with an answer as a decision for later work (nothing where
+    /// the memory is off or not loaded). The answer stands whatever becomes of it.
+    fn remember_answer(&self, answered: &Answered, why: &str) {
+        let _ = (answered, why);
+    }
     /// What the steps of unit `key` were reminded of by the team's memory, oldest first (none
     /// where the memory is off or not loaded).
     fn recalls(&self, key: &str) -> Vec<Recall> {

@@ -333,6 +333,8 @@ pub struct AnswerForm {
     pub choice: String,
     /// The page's CSRF token (a script may send the header instead).
     pub csrf: Option<String>,
+    /// Why: remembered with the answer as a decision for later work (docs/memory.md).
+    pub why: Option<String>,
 }
 
 /// `POST /escalations/{id}/answer`: records a human's answer, as `baton answer` does.
@@ -369,9 +371,15 @@ pub async fn answer(
         );
     };
     let host = Arc::clone(&state.host);
-    let result = tokio::task::spawn_blocking(move || host.answer(id, &form.choice))
-        .await
-        .unwrap_or_else(|e| Err(AnswerRefused::Failed(e.to_string())));
+    let result = tokio::task::spawn_blocking(move || {
+        let answered = host.answer(id, &form.choice)?;
+        if let Some(why) = form.why.as_deref().map(str::trim).filter(|w| !w.is_empty()) {
+            host.remember_answer(&answered, why);
+        }
+        Ok(answered)
+    })
+    .await
+    .unwrap_or_else(|e| Err(AnswerRefused::Failed(e.to_string())));
     match result {
         Ok(answered) if wants_json(&headers) => Json(answered).into_response(),
         Ok(answered) => {

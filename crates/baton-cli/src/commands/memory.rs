@@ -333,8 +333,9 @@ fn status(root: &Path, args: &MemoryStatusArgs) -> Result<Code> {
     Ok(Code::Ok)
 }
 
-/// What `baton answer` remembers of an answer: the decision and its reason (`--why`), and a
-/// choice other than the recommended one as a preference when the person confirms it.
+/// What `baton answer` (and the board) remembers of an answer: the decision and its reason
+/// (`--why`), and a choice other than the recommended one as a preference when the person
+/// confirms it. Returns a line for each memory made.
 pub fn learn_from_answer(
     root: &Path,
     escalation: &baton_store::journal::EscalationRecord,
@@ -342,10 +343,11 @@ pub fn learn_from_answer(
     recommended: Option<&str>,
     why: Option<&str>,
     confirm: impl FnOnce() -> bool,
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let cfg = crate::project::config(root)?;
+    let mut made = Vec::new();
     if !cfg.trusted || !cfg.memory.enabled.unwrap_or(true) {
-        return Ok(());
+        return Ok(made);
     }
     let memory = open(&cfg)?;
     let unit = escalation.key.clone();
@@ -365,7 +367,7 @@ pub fn learn_from_answer(
         );
         d.unit = unit.clone();
         let id = memory.learn(d, now())?.id();
-        println!("remembered the decision and its reason as m{id}");
+        made.push(format!("remembered the decision and its reason as m{id}"));
     }
     if let Some(rec) = recommended
         && rec != chosen_label
@@ -383,7 +385,7 @@ pub fn learn_from_answer(
         d.unit = unit;
         d.scope.epic = epic;
         let id = memory.learn(d, now())?.id();
-        println!("remembered the preference as m{id}");
+        made.push(format!("remembered the preference as m{id}"));
     }
-    Ok(())
+    Ok(made)
 }

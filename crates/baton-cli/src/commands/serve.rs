@@ -71,6 +71,27 @@ impl Host for CliHost {
         .collect()
     }
 
+    fn remember_answer(&self, answered: &Answered, why: &str) {
+        // The same decision memory `baton answer --why` makes; the board asks no further
+        // question, so a choice against the recommendation is not made a preference here.
+        let Ok(journal) = crate::project::journal(&self.cfg) else {
+            return;
+        };
+        let Ok(Some(escalation)) =
+            baton_store::journal::EscalationLog::escalation(&journal, answered.id)
+        else {
+            return;
+        };
+        let _ = super::memory::learn_from_answer(
+            &self.cfg.root,
+            &escalation,
+            &answered.label,
+            None,
+            Some(why),
+            || false,
+        );
+    }
+
     fn recalls(&self, key: &str) -> Vec<Recall> {
         use baton_store::memory::MemoryStore as _;
         // Only a trusted project's memory is read, and only when there is one: the board never

@@ -412,7 +412,7 @@ pub fn answer(root: &Path, args: &AnswerArgs) -> Result<Code> {
         std::io::stdin().read_line(&mut line).is_ok()
             && matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
     };
-    if let Err(err) = super::memory::learn_from_answer(
+    match super::memory::learn_from_answer(
         root,
         &recorded.escalation,
         &recorded.label,
@@ -420,7 +420,8 @@ pub fn answer(root: &Path, args: &AnswerArgs) -> Result<Code> {
         args.why.as_deref(),
         confirm,
     ) {
-        eprintln!("warning: the answer stands, but it was not remembered: {err:#}");
+        Ok(made) => made.iter().for_each(|line| println!("{line}")),
+        Err(err) => eprintln!("warning: the answer stands, but it was not remembered: {err:#}"),
     }
     Ok(Code::Ok)
 }

@@ -1271,7 +1271,12 @@ mod browser {
             );
             audit(&c, "the escalations").await;
             screenshot(&c, "escalation").await;
+            // By keyboard: from the options to the reason, then to the button.
             recommended.send_keys(&Key::Tab.to_string()).await.unwrap();
+            let why = c.active_element().await.unwrap();
+            assert_eq!(why.attr("id").await.unwrap().as_deref(), Some("esc-1-why"));
+            why.send_keys("the flaky test is tracked").await.unwrap();
+            why.send_keys(&Key::Tab.to_string()).await.unwrap();
             let focused = c.active_element().await.unwrap();
             assert_eq!(
                 focused.attr("id").await.unwrap().as_deref(),
@@ -1446,5 +1451,46 @@ fn a_storys_page_shows_what_the_team_remembered_for_it() {
     assert!(
         story["recalls"][0]["memories"][0]["text"].is_null(),
         "{story:#}"
+    );
+}
+
+#[test]
+fn a_reason_given_with_an_answer_on_the_board_is_remembered_as_a_decision() {
+    let p = escalating(0);
+    baton(&p, &["trust"]).expect_code(0);
+    baton(&p, &["sprint", "--yolo", "--batch", "2"]).expect_code(3);
+    let id = open_escalations(&p)[0]["id"].to_string();
+    let server = Server::start(&p, &[], &[]);
+    let page = server.get("/escalations", &[]).body;
+    assert!(
+        page.contains(&format!("<label for=\"esc-{id}-why\">")),
+        "the reason field has a label: {page}"
+    );
+    let form = format!(
+        "choice=accept&csrf={}&why=the+rest+is+tracked+in+%2341",
+        server.csrf()
+    );
+    let origin = format!("http://{}", server.addr);
+    let r = server.answer(
+        &id,
+        &form,
+        &[("cookie", &server.cookie()), ("origin", &origin)],
+    );
+    assert_eq!(r.status, 303, "{}", r.body);
+    let listed = baton(&p, &["memory", "list", "--json"]).expect_code(0);
+    let memories: Value = serde_json::from_str(&listed.stdout).expect("JSON");
+    let decision = memories
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|m| m["source"] == "escalation")
+        .unwrap_or_else(|| panic!("no decision: {memories:#}"));
+    assert_eq!(decision["kind"], "decision");
+    assert!(
+        decision["text"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("because: the rest is tracked in #41"),
+        "{decision:#}"
     );
 }
