@@ -266,7 +266,12 @@ pub async fn escalations(
         .as_deref()
         .and_then(|q| q.split('&').find_map(|p| p.strip_prefix("answered=")))
         .and_then(|id| id.parse::<i64>().ok())
-        .map(|id| format!("Escalation #{id} answered; the next `baton sprint` continues with it."));
+        .map(|id| {
+            format!(
+                "Escalation #{id} answered; a run waiting for it goes on, otherwise the next \
+                 `baton sprint` (or `baton sdd`) continues with it."
+            )
+        });
     respond(
         &state,
         &headers,

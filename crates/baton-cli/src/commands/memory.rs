@@ -350,22 +350,15 @@ pub fn learn_from_answer(
         return Ok(made);
     }
     let memory = open(&cfg)?;
-    let unit = escalation.key.clone();
-    let epic = unit
-        .as_deref()
-        .and_then(|k| k.split_once('-'))
-        .map(|(e, _)| e.to_owned())
-        .filter(|e| e.chars().all(|c| c.is_ascii_digit()) && !e.is_empty());
+    let unit = escalation.key.as_deref();
     if let Some(why) = why.map(str::trim).filter(|w| !w.is_empty()) {
-        let mut d = Draft::new(
-            Kind::Decision,
-            Source::Escalation,
-            format!(
-                "Asked \"{}\" ({}), the person chose \"{chosen_label}\" because: {why}",
-                escalation.title, escalation.finding
-            ),
+        let d = sources::answer_decision(
+            unit,
+            &escalation.title,
+            &escalation.finding,
+            chosen_label,
+            why,
         );
-        d.unit = unit.clone();
         let id = memory.learn(d, now())?.id();
         made.push(format!("remembered the decision and its reason as m{id}"));
     }
@@ -373,17 +366,7 @@ pub fn learn_from_answer(
         && rec != chosen_label
         && confirm()
     {
-        let mut d = Draft::new(
-            Kind::Preference,
-            Source::HumanFeedback,
-            format!(
-                "When asked \"{}\", the person chose \"{chosen_label}\" over the recommended \"{rec}\".",
-                escalation.title
-            ),
-        );
-        d.importance = 6;
-        d.unit = unit;
-        d.scope.epic = epic;
+        let d = sources::override_preference(unit, &escalation.title, chosen_label, rec, 6);
         let id = memory.learn(d, now())?.id();
         made.push(format!("remembered the preference as m{id}"));
     }

@@ -121,6 +121,50 @@ fn one_line(s: &str) -> String {
     }
 }
 
+/// The decision memory of a person's answer to an escalation with its reason: the question,
+/// the choice and why.
+pub fn answer_decision(
+    unit: Option<&str>,
+    title: &str,
+    finding: &str,
+    chosen: &str,
+    why: &str,
+) -> Draft {
+    let mut d = Draft::new(
+        Kind::Decision,
+        Source::Escalation,
+        format!("Asked \"{title}\" ({finding}), the person chose \"{chosen}\" because: {why}"),
+    );
+    d.unit = unit.map(str::to_owned);
+    d
+}
+
+/// The preference a person showed by choosing another option than the recommended one, at
+/// `importance`; scoped to the story's epic when the unit is a story (`3` of `3-1-login`).
+pub fn override_preference(
+    unit: Option<&str>,
+    title: &str,
+    chosen: &str,
+    recommended: &str,
+    importance: u8,
+) -> Draft {
+    let mut d = Draft::new(
+        Kind::Preference,
+        Source::HumanFeedback,
+        format!(
+            "When asked \"{title}\", the person chose \"{chosen}\" over the recommended \"{recommended}\"."
+        ),
+    );
+    d.importance = importance;
+    d.unit = unit.map(str::to_owned);
+    d.scope.epic = unit
+        .and_then(|k| k.split_once('-'))
+        .map(|(e, _)| e)
+        .filter(|e| !e.is_empty() && e.chars().all(|c| c.is_ascii_digit()))
+        .map(str::to_owned);
+    d
+}
+
 /// One entry of a BMad memlog.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemlogEntry {
@@ -278,6 +322,28 @@ mod tests {
             "the same problem in the same file is one lesson"
         );
         assert!(finding_draft(&finding(" ", Severity::High, None), "1-1-a").is_none());
+    }
+
+    #[test]
+    fn answers_teach_a_decision_and_an_override_a_preference_in_its_epic() {
+        let d = answer_decision(
+            Some("2-1-a"),
+            "max rounds",
+            "still failing",
+            "accept",
+            "tracked",
+        );
+        assert_eq!((d.kind, d.source), (Kind::Decision, Source::Escalation));
+        assert_eq!(
+            d.text,
+            "Asked \"max rounds\" (still failing), the person chose \"accept\" because: tracked"
+        );
+        let p = override_preference(Some("2-1-a"), "max rounds", "accept", "another round", 3);
+        assert_eq!((p.kind, p.importance), (Kind::Preference, 3));
+        assert_eq!(p.scope.epic.as_deref(), Some("2"));
+        assert!(p.text.ends_with("over the recommended \"another round\"."));
+        let plan = override_preference(Some("sdd:PLAN.md#3"), "t", "a", "b", 6);
+        assert_eq!(plan.scope.epic, None);
     }
 
     const MEMLOG: &str = "---\ntopic: Onboarding\nupdated: 2026-06-07T14:22\n---\n\n\

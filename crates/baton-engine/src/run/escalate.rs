@@ -115,18 +115,13 @@ impl Run {
         }
         let kind = EscalationKind::parse(&esc.kind);
         let label = |c: &str| Choice::label_of(kind, c);
-        let mut d = baton_core::memory::Draft::new(
-            baton_core::memory::Kind::Preference,
-            baton_core::memory::Source::HumanFeedback,
-            format!(
-                "When asked \"{}\", the person chose \"{}\" over the recommended \"{}\".",
-                esc.title,
-                label(choice),
-                label(&esc.options[0])
-            ),
+        let d = baton_core::memory::sources::override_preference(
+            esc.key.as_deref(),
+            &esc.title,
+            &label(choice),
+            &label(&esc.options[0]),
+            3,
         );
-        d.importance = 3;
-        d.unit = esc.key.clone();
         let now = crate::memory::unix_secs(&self.clock.now().rfc3339);
         if let Err(e) = memory.learn(d, now) {
             self.memory_trouble(&e);
