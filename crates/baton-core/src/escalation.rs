@@ -33,11 +33,18 @@ pub enum EscalationKind {
     SddAgent,
     /// A story's branch could not be merged into the base: its merge fix rounds are used up.
     MergeConflict,
+    /// A BMad skill's menu that baton does not answer alone (`baton bmad`): the options are the
+    /// menu's keys.
+    BmadMenu,
+    /// A BMad skill's questions for a person (`baton bmad`): answered in free text.
+    BmadQuestions,
+    /// A BMad skill's validation loop stopped without passing (`baton bmad`).
+    BmadStall,
 }
 
 impl EscalationKind {
     /// Every kind.
-    pub const ALL: [EscalationKind; 10] = [
+    pub const ALL: [EscalationKind; 13] = [
         EscalationKind::MaxReviewRounds,
         EscalationKind::Stall,
         EscalationKind::InconclusiveReview,
@@ -48,6 +55,9 @@ impl EscalationKind {
         EscalationKind::SddInconclusive,
         EscalationKind::SddAgent,
         EscalationKind::MergeConflict,
+        EscalationKind::BmadMenu,
+        EscalationKind::BmadQuestions,
+        EscalationKind::BmadStall,
     ];
 
     /// The stable id stored in the journal.
@@ -63,7 +73,15 @@ impl EscalationKind {
             EscalationKind::SddInconclusive => "sdd-inconclusive",
             EscalationKind::SddAgent => "sdd-agent",
             EscalationKind::MergeConflict => "merge-conflict",
+            EscalationKind::BmadMenu => "bmad-menu",
+            EscalationKind::BmadQuestions => "bmad-questions",
+            EscalationKind::BmadStall => "bmad-stall",
         }
+    }
+
+    /// Whether a person may answer in their own words rather than with one of the options.
+    pub fn free_text(self) -> bool {
+        self == EscalationKind::BmadQuestions
     }
 
     /// Parses a stored id.
@@ -81,7 +99,10 @@ impl EscalationKind {
                 &[Choice::RerunReview, Choice::Accept, Choice::Stop]
             }
             EscalationKind::Checkpoint => &[Choice::Confirm, Choice::SendBack],
-            EscalationKind::Agent => &[],
+            EscalationKind::Agent
+            | EscalationKind::BmadMenu
+            | EscalationKind::BmadQuestions
+            | EscalationKind::BmadStall => &[],
             EscalationKind::SddMaxIterations => &[
                 Choice::FixManually,
                 Choice::SkipReview,
@@ -212,7 +233,8 @@ impl Choice {
     /// Reads a stored option or answer of an escalation of `kind`: an id for the engine's own
     /// kinds, the text itself for an agent's. Labels stored before ids existed are read too.
     pub fn from_stored(kind: Option<EscalationKind>, stored: &str) -> Choice {
-        if kind == Some(EscalationKind::Agent) || kind.is_none() {
+        // Kinds without typed choices (an agent's, a BMad skill's) store their options as written.
+        if kind.is_none_or(|k| k.choices().is_empty()) {
             return Choice::Custom(stored.to_owned());
         }
         TYPED
@@ -234,7 +256,9 @@ impl fmt::Display for Choice {
 }
 
 /// Picks one of `options` (stored forms, of an escalation of `kind`) from what a person typed:
-/// a number from 1, a stored id, or a label (case-insensitive). Returns the stored form.
+/// a number from 1, a stored id, a label (case-insensitive), or the key of a menu option stored as
+/// `KEY: label`. An escalation whose kind takes free text takes any other non-empty text as the
+/// answer itself. Returns the stored form.
 pub fn choose(
     kind: Option<EscalationKind>,
     options: &[String],
@@ -251,9 +275,16 @@ pub fn choose(
         .iter()
         .find(|o| {
             let c = Choice::from_stored(kind, o);
-            c.id().eq_ignore_ascii_case(typed) || c.label().eq_ignore_ascii_case(typed)
+            c.id().eq_ignore_ascii_case(typed)
+                || c.label().eq_ignore_ascii_case(typed)
+                || o.split_once(": ")
+                    .is_some_and(|(key, _)| key.eq_ignore_ascii_case(typed))
         })
         .cloned()
+        .or_else(|| {
+            (kind.is_some_and(EscalationKind::free_text) && !typed.is_empty())
+                .then(|| typed.to_owned())
+        })
         .ok_or_else(|| {
             let list: Vec<String> = options
                 .iter()
@@ -270,6 +301,26 @@ pub fn choose(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_menu_key_picks_its_option_and_questions_take_free_text() {
+        let menu = vec![
+            "C: Continue".to_owned(),
+            "A: Advanced Elicitation".to_owned(),
+        ];
+        let k = Some(EscalationKind::BmadMenu);
+        assert_eq!(choose(k, &menu, "a").unwrap(), "A: Advanced Elicitation");
+        assert_eq!(choose(k, &menu, "1").unwrap(), "C: Continue");
+        assert!(choose(k, &menu, "Z").is_err());
+        let q = Some(EscalationKind::BmadQuestions);
+        let opts = vec!["stop".to_owned()];
+        assert_eq!(choose(q, &opts, "stop").unwrap(), "stop");
+        assert_eq!(
+            choose(q, &opts, "Teachers, then parents").unwrap(),
+            "Teachers, then parents"
+        );
+        assert!(choose(q, &opts, "  ").is_err());
+    }
 
     #[test]
     fn kinds_round_trip_their_ids() {

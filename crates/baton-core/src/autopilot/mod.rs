@@ -2,7 +2,8 @@
 //! headless skill ends with ([`headless`]), finding a menu in an agent's turn ([`menu`]), how sure baton is of a decision ([`confidence`]), when a validation
 //! loop has stalled or must stop ([`stall`]), when a party of agents is called and how it ends
 //! ([`party`]), and how much a project's tier lets baton do between human checkpoints
-//! ([`tier`]). The `baton bmad` workflow reads them; nothing here does IO or keeps a clock.
+//! ([`tier`]), reading a validation out of a turn ([`validation`]) and what a turn is and how a menu
+//! is answered ([`turn`]). The `baton bmad` workflow reads them; nothing here does IO or keeps a clock.
 
 pub mod confidence;
 pub mod headless;
@@ -10,3 +11,5 @@ pub mod menu;
 pub mod party;
 pub mod stall;
 pub mod tier;
+pub mod turn;
+pub mod validation;
