@@ -214,6 +214,7 @@ fn label(scope: &Scope) -> String {
             UnitKey::Story(k) | UnitKey::Retrospective(k) | UnitKey::PlanStep(k) => k.clone(),
             UnitKey::PlanTask { id, .. } => format!("task {id}"),
             UnitKey::TeamTask(n) => format!("task {n}"),
+            UnitKey::Bmad(s) => format!("skill {s}"),
         },
         Scope::Agent { unit: None, agent } => agent.clone(),
     }

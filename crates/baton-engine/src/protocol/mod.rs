@@ -37,6 +37,8 @@ pub enum UnitKey {
     Retrospective(String),
     /// One agent's task in `baton team`, by its position.
     TeamTask(usize),
+    /// A session of a BMad skill run by `baton bmad` (`bmad-prd-1`).
+    Bmad(String),
 }
 
 impl UnitKey {
@@ -49,6 +51,7 @@ impl UnitKey {
             UnitKey::PlanStep(step) => format!("plan:{step}"),
             UnitKey::Retrospective(_) => "retro".to_owned(),
             UnitKey::TeamTask(_) => "team".to_owned(),
+            UnitKey::Bmad(_) => "bmad".to_owned(),
         }
     }
 
@@ -74,6 +77,7 @@ impl UnitKey {
             UnitKey::PlanTask { plan, id } => format!("sdd:{plan}#{id}"),
             UnitKey::PlanStep(step) => format!("plan:{step}"),
             UnitKey::TeamTask(n) => format!("team:{n}"),
+            UnitKey::Bmad(session) => format!("bmad:{session}"),
         }
     }
 }

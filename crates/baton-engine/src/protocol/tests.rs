@@ -35,6 +35,7 @@ fn unit() -> impl Strategy<Value = UnitKey> {
         text().prop_map(UnitKey::PlanStep),
         text().prop_map(UnitKey::Retrospective),
         any::<usize>().prop_map(UnitKey::TeamTask),
+        text().prop_map(UnitKey::Bmad),
     ]
 }
 

@@ -39,6 +39,8 @@ pub enum RunKind {
     Plan,
     /// `baton team`.
     Team,
+    /// `baton bmad`.
+    Bmad,
 }
 
 impl RunKind {
@@ -49,6 +51,7 @@ impl RunKind {
             RunKind::Sdd => "sdd",
             RunKind::Plan => "plan",
             RunKind::Team => "team",
+            RunKind::Bmad => "bmad",
         }
     }
 }

@@ -2,6 +2,7 @@
 //! The planning pipeline is [`plan`], subagent-driven development of a plan file [`sdd`]; later
 //! workflows are siblings here.
 
+pub mod bmad;
 pub mod plan;
 pub mod sdd;
 pub mod sprint;
