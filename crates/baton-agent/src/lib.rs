@@ -9,6 +9,7 @@
 pub mod definition;
 pub mod discovery;
 pub mod guard;
+pub mod hooks;
 pub mod outcome;
 pub mod process;
 pub mod protect;

@@ -2,11 +2,12 @@
 //! headless skill ends with ([`headless`]), finding a menu in an agent's turn ([`menu`]), how sure baton is of a decision ([`confidence`]), when a validation
 //! loop has stalled or must stop ([`stall`]), when a party of agents is called and how it ends
 //! ([`party`]), and how much a project's tier lets baton do between human checkpoints
-//! ([`tier`]), reading a validation out of a turn ([`validation`]) and what a turn is and how a menu
-//! is answered ([`turn`]). The `baton bmad` workflow reads them; nothing here does IO or keeps a clock.
+//! ([`tier`]), reading a validation out of a turn ([`validation`]) what a turn is and how a menu
+//! is answered ([`turn`]), and the hooks a skill's frontmatter declares ([`hooks`]). The `baton bmad` workflow reads them; nothing here does IO or keeps a clock.
 
 pub mod confidence;
 pub mod headless;
+pub mod hooks;
 pub mod menu;
 pub mod party;
 pub mod stall;
