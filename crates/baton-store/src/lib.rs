@@ -6,6 +6,7 @@
 //! legal is baton-core's job; this crate makes the chosen ones durable.
 
 pub mod atomic;
+pub mod bmad_checkpoint;
 pub mod bmad_skills;
 pub mod bounded;
 pub mod frontmatter;
