@@ -7,6 +7,7 @@
 
 pub mod atomic;
 pub mod bmad_checkpoint;
+pub mod bmad_queue;
 pub mod bmad_skills;
 pub mod bounded;
 pub mod frontmatter;
