@@ -52,6 +52,10 @@ pub struct AgentDef {
     pub max_turns: Option<u32>,
     /// Timeout in seconds.
     pub timeout: Option<u64>,
+    /// Whether a turn may end in prose alone, without a tool call (`converses: true`): an agent
+    /// that talks to a user through baton, such as the one running BMad's conversational skills.
+    /// Otherwise an agent with writing tools that never calls one has failed.
+    pub converses: bool,
     /// The system prompt.
     #[serde(skip)]
     pub prompt: String,
@@ -100,6 +104,8 @@ struct Front {
     tools: Option<ToolList>,
     max_turns: Option<u32>,
     timeout: Option<u64>,
+    #[serde(default)]
+    converses: bool,
 }
 
 /// Parses one definition.
@@ -171,6 +177,7 @@ pub fn parse(origin: &str, text: &str, source: Source) -> Result<AgentDef, Defin
         tools,
         max_turns: front.max_turns,
         timeout: front.timeout,
+        converses: front.converses,
         prompt,
         source,
     })

@@ -34,6 +34,7 @@ pub const BUNDLED: &[(&str, &str)] = &[
         include_str!("../agents/performance-reviewer.md"),
     ),
     ("scout", include_str!("../agents/scout.md")),
+    ("bmad-skill", include_str!("../agents/bmad-skill.md")),
 ];
 
 /// The result of discovery.

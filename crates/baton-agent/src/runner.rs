@@ -396,7 +396,11 @@ impl Runner {
             }
         }
         let writing = self.tools.writing_names();
-        if status == Status::Completed && state.tool_calls == 0 && !writing.is_empty() {
+        if status == Status::Completed
+            && state.tool_calls == 0
+            && !writing.is_empty()
+            && !def.converses
+        {
             let why = format!(
                 "made no tool call although its work needs tools ({}): the model answered in \
                  prose only; the provider may not support tool calling (run `baton doctor`)",

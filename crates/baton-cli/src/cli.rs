@@ -137,6 +137,11 @@ pub enum Command {
     /// See what the team learned: list, search, recalls, status; import a BMad memlog.
     #[command(subcommand)]
     Memory(MemoryCommand),
+
+    /// Run BMad's own installed skills unattended: menus, questions, validation loops, parties,
+    /// checkpoints, rollback and a task queue.
+    #[command(subcommand)]
+    Bmad(BmadCommand),
     /// Serve a live web board of the sprint, the runs, their costs and the escalations.
     #[command(
         after_help = "Examples:\n  baton serve                       # http://127.0.0.1:8737, the link with its token is printed once\n  \
@@ -625,4 +630,162 @@ pub struct DemoArgs {
     /// Stream events as JSON lines and end with the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `baton bmad`.
+#[derive(Debug, clap::Subcommand)]
+pub enum BmadCommand {
+    /// Run an installed BMad skill (headless when it has a headless mode), or resume its
+    /// unfinished session.
+    #[command(
+        after_help = "Examples:\n  baton bmad run bmad-prd --input-file brief.md\n  \
+        baton bmad run bmad-create-epics-and-stories --tier 1\n  \
+        baton bmad run bmad-prd --input \"a todo app for teams\" --profile careful\n\n\
+        Tier: --tier, then --profile (fast 1, balanced 2, careful 4), then `[bmad] tier`, then \
+        --hint, then a suggestion from the project and the input. A session keeps its tier.\n\
+        Exit codes: 0 the skill finished, 1 it failed, 3 paused for a person (`baton answer`, \
+        then run again), 4 the budget stopped it."
+    )]
+    Run(BmadRunArgs),
+    /// The sessions of each skill: turns taken, menus answered, parties, how each ended.
+    #[command(after_help = "Examples:\n  baton bmad status\n  baton bmad status bmad-prd --json")]
+    Status(BmadStatusArgs),
+    /// Restore a session's artifacts to a checkpoint; later outputs are archived, never deleted.
+    #[command(after_help = "Examples:\n  baton bmad rollback --to 2\n  \
+        baton bmad rollback --session bmad-prd-1 --to 1\n\n\
+        Checkpoint N holds the artifacts as they stood before turn N+1 (0: before the first).")]
+    Rollback(BmadRollbackArgs),
+    /// Pending skill runs: add, list, run, remove (at most 100, by priority then first in).
+    #[command(subcommand)]
+    Queue(BmadQueueCommand),
+    /// The BMad skills installed in this project, and which run headless.
+    #[command(after_help = "Examples:\n  baton bmad skills")]
+    Skills(BmadSkillsArgs),
+}
+
+/// `baton bmad run`.
+#[derive(Debug, Args)]
+pub struct BmadRunArgs {
+    /// The skill (`bmad-prd`).
+    pub skill: String,
+    /// The input given to the skill up front.
+    #[arg(long, value_name = "TEXT", conflicts_with = "input_file")]
+    pub input: Option<String>,
+    /// Read the input from this file.
+    #[arg(long, value_name = "FILE")]
+    pub input_file: Option<PathBuf>,
+    /// The tier, 0 (a fix) to 4 (an enterprise system).
+    #[arg(long, value_name = "0-4", value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub tier: Option<u8>,
+    /// A tier profile: fast (1), balanced (2), careful (4).
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: Option<String>,
+    /// Words that describe the work, to pick a tier from ("a quick fix", "an enterprise platform").
+    #[arg(long, value_name = "TEXT")]
+    pub hint: Option<String>,
+    /// Talk to the skill even when it has a headless mode.
+    #[arg(long)]
+    pub conversational: bool,
+    /// Start a new session even when the last one is unfinished.
+    #[arg(long)]
+    pub fresh: bool,
+    /// Run it with this agent (default `[bmad] agent`, else `bmad-skill`).
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<String>,
+    /// Use this `provider/model` instead of the agent's.
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// Auto-confirm what the tools ask, as in `baton sprint --yolo`.
+    #[arg(long)]
+    pub yolo: bool,
+    /// Progress: verbose (every event as a line), summary (a live status line in a terminal,
+    /// the lines that matter above it; the default), silent (the report only), stream (JSON
+    /// lines).
+    #[arg(long, value_name = "MODE", default_value = "summary")]
+    pub progress: String,
+    /// Cost limits of this run.
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton bmad status`.
+#[derive(Debug, Args)]
+pub struct BmadStatusArgs {
+    /// Only this skill.
+    pub skill: Option<String>,
+    /// As JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton bmad rollback`.
+#[derive(Debug, Args)]
+pub struct BmadRollbackArgs {
+    /// The checkpoint to restore (default: the one before the last turn).
+    #[arg(long, value_name = "STEP")]
+    pub to: Option<u32>,
+    /// The session (default: the most recent).
+    #[arg(long, value_name = "SESSION")]
+    pub session: Option<String>,
+}
+
+/// `baton bmad skills`.
+#[derive(Debug, Args)]
+pub struct BmadSkillsArgs {
+    /// As JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton bmad queue`.
+#[derive(Debug, clap::Subcommand)]
+pub enum BmadQueueCommand {
+    /// Queue a skill run.
+    #[command(
+        after_help = "Examples:\n  baton bmad queue add bmad-prd --input-file brief.md --priority high"
+    )]
+    Add(BmadQueueAddArgs),
+    /// The queue, in the order it runs.
+    List(BmadStatusArgs),
+    /// Run queued tasks in order until one does not finish (or the queue is empty).
+    Run(BmadQueueRunArgs),
+    /// Take a task off the queue.
+    Remove(BmadQueueRemoveArgs),
+}
+
+/// `baton bmad queue add`.
+#[derive(Debug, Args)]
+pub struct BmadQueueAddArgs {
+    /// The skill.
+    pub skill: String,
+    /// Its input.
+    #[arg(long, value_name = "TEXT", conflicts_with = "input_file")]
+    pub input: Option<String>,
+    /// Read its input from this file (now).
+    #[arg(long, value_name = "FILE")]
+    pub input_file: Option<PathBuf>,
+    /// Its tier.
+    #[arg(long, value_name = "0-4", value_parser = clap::value_parser!(u8).range(0..=4))]
+    pub tier: Option<u8>,
+    /// high, normal or low.
+    #[arg(long, default_value = "normal")]
+    pub priority: String,
+}
+
+/// `baton bmad queue run`.
+#[derive(Debug, Args)]
+pub struct BmadQueueRunArgs {
+    /// Run at most this many tasks.
+    #[arg(long, value_name = "N")]
+    pub max: Option<usize>,
+}
+
+/// `baton bmad queue remove`.
+#[derive(Debug, Args)]
+pub struct BmadQueueRemoveArgs {
+    /// The task's id.
+    pub id: u64,
 }

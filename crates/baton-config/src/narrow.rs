@@ -59,8 +59,32 @@ pub fn narrow(raw: &mut RawConfig) -> Vec<String> {
                 .to_owned(),
         );
     }
+    bmad(raw, &mut ignored);
     crate::cli::narrow(raw, &mut ignored);
     ignored
+}
+
+/// An untrusted project may ask for more oversight (a higher tier), never for less, and may not
+/// pick the agent that runs skills or lengthen the limits.
+fn bmad(raw: &mut RawConfig, ignored: &mut Vec<String>) {
+    let b = &mut raw.bmad;
+    if b.tier.is_some_and(|t| t < 4) {
+        b.tier = None;
+        ignored.push("[bmad] tier: an untrusted project may only ask for tier 4".to_owned());
+    }
+    if b.agent.take().is_some() {
+        ignored.push("[bmad] agent: only a trusted project may choose it".to_owned());
+    }
+    for (name, v) in [
+        ("workflow_timeout_secs", &mut b.workflow_timeout_secs),
+        ("agent_timeout_secs", &mut b.agent_timeout_secs),
+        ("human_timeout_secs", &mut b.human_timeout_secs),
+        ("party_round_secs", &mut b.party_round_secs),
+    ] {
+        if v.take().is_some() {
+            ignored.push(format!("[bmad] {name}: only a trusted project may set it"));
+        }
+    }
 }
 
 fn budget(raw: &mut RawConfig, ignored: &mut Vec<String>) {

@@ -54,6 +54,9 @@ pub struct RawConfig {
     /// `[memory]`.
     #[serde(default)]
     pub memory: RawMemory,
+    /// `[bmad]`: running BMad's own skills (docs/bmad.md).
+    #[serde(default)]
+    pub bmad: RawBmad,
     /// `[cli.NAME]`: coding-agent CLIs (docs/cli-workers.md).
     #[serde(default)]
     pub cli: RawCli,
@@ -98,6 +101,30 @@ pub struct RawMemory {
     pub external_timeout_secs: Option<u64>,
     /// Kinds of step that get no memories (`review`, `dev`, `plan:prd`, `sdd`, `team`, ...).
     pub skip: Option<Vec<String>>,
+}
+
+/// `[bmad]`: running BMad's own skills unattended (docs/bmad.md).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBmad {
+    /// The tier (0–4) when neither `--tier` nor a profile says (default: suggested from the
+    /// project and the input).
+    pub tier: Option<u8>,
+    /// The agent that runs skills (default `bmad-skill`).
+    pub agent: Option<String>,
+    /// A whole `baton bmad run`, in seconds (default 1800).
+    pub workflow_timeout_secs: Option<u64>,
+    /// One agent turn of a skill, in seconds (default 600).
+    pub agent_timeout_secs: Option<u64>,
+    /// A person's answer at the terminal, in seconds (default 300).
+    pub human_timeout_secs: Option<u64>,
+    /// A party round, in seconds (default 120).
+    pub party_round_secs: Option<u64>,
+    /// The least time between two menus baton answers, in milliseconds (default 2000).
+    pub menu_interval_ms: Option<u64>,
+    /// Regular expressions whose first group (or whole match) on a line of a turn is a
+    /// validation issue.
+    pub validation_patterns: Option<Vec<String>>,
 }
 
 /// `[commands]`: what `run_command` may run.

@@ -69,6 +69,8 @@ pub struct Config {
     pub rules_enabled: bool,
     /// `[memory]` as written, after the trust rules.
     pub memory: crate::raw::RawMemory,
+    /// `[bmad]` as written, after the trust rules.
+    pub bmad: crate::raw::RawBmad,
     /// Coding-agent CLIs (`[cli.*]`).
     pub cli: BTreeMap<Cli, CliSettings>,
     /// Models by role (`[agents.roles]`).
@@ -158,6 +160,7 @@ impl Config {
             tdd: raw.tdd,
             rules_enabled: raw.rules.enabled.unwrap_or(true),
             memory: raw.memory,
+            bmad: raw.bmad,
             cli: crate::cli::resolve(root, &raw.cli),
             role_models: raw.agents.roles.clone(),
             trusted: true,

@@ -100,9 +100,7 @@ fn skipped(name: &str) -> bool {
 /// Whether `rel` is a plain relative path inside the project.
 fn inside(rel: &str) -> bool {
     let p = Path::new(rel);
-    !rel.is_empty()
-        && !p.is_absolute()
-        && p.components().all(|c| matches!(c, Component::Normal(_)))
+    !rel.is_empty() && !p.is_absolute() && p.components().all(|c| matches!(c, Component::Normal(_)))
 }
 
 impl Checkpoints {
@@ -188,7 +186,11 @@ impl Checkpoints {
             let known = if steps.is_empty() {
                 "none".to_owned()
             } else {
-                steps.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+                steps
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             };
             return Err(CheckpointError::Unknown { step, known });
         }
@@ -305,10 +307,22 @@ mod tests {
         assert!(!root.join("out/x/new.md").exists());
         assert_eq!(r.archived, ["out/prd.md", "out/x/new.md"]);
         assert_eq!(r.restored, ["out/prd.md"]);
-        assert_eq!(fs::read_to_string(root.join("out/.archive/T/out/prd.md")).unwrap(), "v3");
-        assert_eq!(fs::read_to_string(root.join("out/.archive/T/out/x/new.md")).unwrap(), "new");
-        assert_eq!(fs::read_to_string(root.join("out/.archive/old.md")).unwrap(), "kept out");
-        assert!(matches!(c.restore(7, root, "T"), Err(CheckpointError::Unknown { .. })));
+        assert_eq!(
+            fs::read_to_string(root.join("out/.archive/T/out/prd.md")).unwrap(),
+            "v3"
+        );
+        assert_eq!(
+            fs::read_to_string(root.join("out/.archive/T/out/x/new.md")).unwrap(),
+            "new"
+        );
+        assert_eq!(
+            fs::read_to_string(root.join("out/.archive/old.md")).unwrap(),
+            "kept out"
+        );
+        assert!(matches!(
+            c.restore(7, root, "T"),
+            Err(CheckpointError::Unknown { .. })
+        ));
     }
 
     #[test]
@@ -324,7 +338,9 @@ mod tests {
         assert!(e.to_string().contains("SHA-256"), "{e}");
         assert_eq!(fs::read_to_string(root.join("out/prd.md")).unwrap(), "v2");
         let m = c.dir.join("1/manifest.json");
-        let text = fs::read_to_string(&m).unwrap().replace("out/prd.md", "../x");
+        let text = fs::read_to_string(&m)
+            .unwrap()
+            .replace("out/prd.md", "../x");
         fs::write(&m, text).unwrap();
         let e = c.restore(1, &root.join("out/.archive"), "T").unwrap_err();
         assert!(e.to_string().contains("leaves"), "{e}");

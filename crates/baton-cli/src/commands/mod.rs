@@ -1,6 +1,7 @@
 //! One module per command; each returns the exit code it ends with.
 
 mod agents;
+mod bmad;
 mod check;
 mod demo;
 mod demo_plan;
@@ -64,6 +65,7 @@ pub fn run(cli: Cli) -> Result<Code> {
         Command::Remember(args) => memory::remember(&root, &args),
         Command::Forget(args) => memory::forget(&root, &args),
         Command::Memory(cmd) => memory::run(&root, &cmd),
+        Command::Bmad(cmd) => bmad::run(&root, &cmd),
         Command::Serve(args) => serve::run(&root, &args),
         Command::Tdd(args) => tdd::run(&root, &args),
         Command::Guard(args) => guard::run(&root, &args),

@@ -1,6 +1,7 @@
 //! The areas of the end-to-end suite; shared helpers live in `common`.
 
 mod bmad_parity;
+mod bmad_run;
 mod board;
 mod cli_workers;
 mod common;

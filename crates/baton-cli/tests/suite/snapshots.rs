@@ -321,6 +321,9 @@ fn help_of_every_command() {
     for cmd in TDD_COMMANDS {
         snap(&format!("help_tdd_{cmd}"), &p, &["tdd", cmd, "--help"]);
     }
+    for cmd in ["run", "status", "rollback", "skills", "queue"] {
+        snap(&format!("help_bmad_{cmd}"), &p, &["bmad", cmd, "--help"]);
+    }
     snap("help_command", &p, &["help"]);
     snap("help_command_sprint", &p, &["help", "sprint"]);
     // clap reads `--help` after `help` as a command name.

@@ -10,6 +10,8 @@
 use baton_store::journal::StepRecord;
 use serde::{Deserialize, Serialize};
 
+/// Step stage that starts the session; its detail is [`StartDetail`].
+pub const START: &str = "bmad-start";
 /// Step stage of one turn of the skill's agent; its detail is [`TurnDetail`].
 pub const TURN: &str = "bmad-turn";
 /// Step stage of an answer given to the skill; its detail is [`Reply`].
@@ -83,6 +85,18 @@ pub struct PartyDetail {
     pub summary: String,
 }
 
+/// What a session started with, kept for the whole session (a resumed run uses it).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StartDetail {
+    /// The tier.
+    pub tier: u8,
+    /// Where the tier came from (`--tier`, a profile, a setting, a hint, a suggestion).
+    pub tier_from: String,
+    /// The caller's input.
+    #[serde(default)]
+    pub input: Option<String>,
+}
+
 /// How the session ended.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct EndDetail {
@@ -95,6 +109,8 @@ pub struct EndDetail {
 /// One entry of the session, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
+    /// The start.
+    Start(StartDetail),
     /// A turn of the skill (its number, from 1).
     Turn(u32, TurnDetail),
     /// An answer given to it.
@@ -124,6 +140,7 @@ impl History {
             let bad = |e: serde_json::Error| format!("journal step {} ({}): {e}", s.id, s.stage);
             let entry = match s.stage.as_str() {
                 // A turn that did not complete said nothing the session goes on from.
+                START => Entry::Start(serde_json::from_str(detail).map_err(bad)?),
                 TURN if s.outcome.as_deref() != Some("completed") => continue,
                 TURN => Entry::Turn(s.attempt, serde_json::from_str(detail).map_err(bad)?),
                 REPLY => Entry::Reply(serde_json::from_str(detail).map_err(bad)?),
@@ -157,6 +174,14 @@ impl History {
             Some(Entry::Turn(_, t)) => Some(&t.output),
             _ => None,
         }
+    }
+
+    /// What the session started with.
+    pub fn start(&self) -> Option<&StartDetail> {
+        self.entries.iter().find_map(|e| match e {
+            Entry::Start(d) => Some(d),
+            _ => None,
+        })
     }
 
     /// How the session ended, if it did.

@@ -88,6 +88,8 @@ pub struct Bmad {
     pub input: Option<String>,
     /// The tier.
     pub tier: Tier,
+    /// Where the tier came from, for the session's record.
+    pub tier_from: String,
     /// The project's BMad configuration, resolved.
     pub config: Vec<(String, String)>,
     /// The project's own validation patterns.
@@ -177,6 +179,15 @@ impl Bmad {
         let mut cost = 0.0;
         let mut last_menu: Option<Instant> = None;
         let first = self.history(run)?;
+        if first.start().is_none() {
+            let id = run.begin_step(&self.key(), history::START, 0, None)?;
+            let d = history::StartDetail {
+                tier: self.tier.level(),
+                tier_from: self.tier_from.clone(),
+                input: self.input.clone(),
+            };
+            run.end_step(id, StepOutcome::Completed, Some(json(&d)))?;
+        }
         let mut end = None;
         if first.ended().is_none()
             && let Err(e) = self.hook(TurnEvent::Start {

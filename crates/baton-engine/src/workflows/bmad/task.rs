@@ -94,7 +94,7 @@ pub fn build(
                         quote(&p.summary)
                     ));
                 }
-                Entry::End(_) => {}
+                Entry::Start(_) | Entry::End(_) => {}
             }
         }
         t.push_str("Go on from the last answer.\n\n");

@@ -1,0 +1,411 @@
+//! What `baton bmad` keeps around a skill's turns and sessions: checkpoints of the artifacts
+//! before each turn and rollback to one, the hooks a skill's and its step files' frontmatter
+//! declare, and the queue of skill runs.
+//!
+//! Checkpoints live in `.baton/bmad/<session>/checkpoints/<N>/` (N: turns taken when it was
+//! taken) and cover BMad's output folder (`output_folder`, `_bmad-output` by default). A
+//! rollback archives what it replaces under `<output>/.archive/<time>/`, never deleting it.
+//!
+//! Hooks run without a shell, with a scrubbed environment and capped output (see
+//! `baton_agent::hooks`): `SessionStart` when the session starts in a process (`once: true`:
+//! only in its first), `PreToolUse` before each tool call whose name the matcher takes,
+//! `PostToolUse` once the call returned, `Stop` after each turn. A failing hook is logged to the
+//! run's events and the session goes on, unless the hook is `critical: true`: then the session
+//! stops after the turn.
+
+use crate::cli::{BmadQueueCommand, BmadRollbackArgs};
+use crate::commands::Code;
+use crate::config::Config;
+use anyhow::{Context, Result, bail};
+use baton_core::autopilot::hooks::{self, Event, Hook};
+use baton_engine::workflows::bmad::{TurnEvent, TurnHook};
+use baton_store::bmad_checkpoint::Checkpoints;
+use baton_store::bmad_queue::{Priority, Queue};
+use baton_store::bmad_skills::Skill;
+use baton_store::journal::SqliteJournal;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+fn session_dir(cfg: &Config, session: &str) -> PathBuf {
+    cfg.state_dir.join("bmad").join(session)
+}
+
+fn output_dir(root: &Path) -> String {
+    super::bmad_config(root)
+        .into_iter()
+        .find(|(k, _)| k == "output_folder")
+        .map_or_else(|| "_bmad-output".to_owned(), |(_, v)| v)
+}
+
+fn checkpoints(root: &Path, cfg: &Config, session: &str) -> Checkpoints {
+    Checkpoints::new(
+        root.to_path_buf(),
+        session_dir(cfg, session).join("checkpoints"),
+        vec![PathBuf::from(output_dir(root))],
+    )
+}
+
+/// The complete checkpoints of `session`.
+pub fn checkpoint_steps(cfg: &Config, session: &str) -> Vec<u32> {
+    checkpoints(&cfg.root, cfg, session).steps()
+}
+
+/// The hooks a skill declares: its `SKILL.md`'s frontmatter, then each step file's
+/// (`step-*.md`, at the top of the skill or under `steps/`).
+fn skill_hooks(root: &Path, skill: &Skill) -> Result<Vec<Hook>> {
+    let dir = skill.dir();
+    let mut files = vec![skill.instructions.clone()];
+    for sub in [dir.to_path_buf(), dir.join("steps")] {
+        if let Ok(read) = std::fs::read_dir(&sub) {
+            let mut steps: Vec<PathBuf> = read
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("step") && n.ends_with(".md"))
+                })
+                .collect();
+            steps.sort();
+            files.extend(steps);
+        }
+    }
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f)
+            .with_context(|| format!("cannot read `{}`", f.display()))?;
+        let Some(front) = frontmatter(&text) else {
+            continue;
+        };
+        let found = hooks::parse(front).map_err(|e| {
+            anyhow::anyhow!(
+                "`{}`: hooks: {e}",
+                f.strip_prefix(root).unwrap_or(&f).display()
+            )
+        })?;
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+fn frontmatter(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("---\n")?;
+    let end = rest.find("\n---")?;
+    Some(&rest[..end])
+}
+
+/// What the hooks of one process of a session share.
+struct HookState {
+    critical: Option<String>,
+    pending_post: Option<String>,
+    budget: baton_agent::hooks::StepBudget,
+}
+
+fn run_hooks(
+    root: &Path,
+    hooks: &[Hook],
+    event: Event,
+    tool: Option<&str>,
+    state: &Mutex<HookState>,
+    log: &dyn Fn(String),
+) {
+    for h in hooks.iter().filter(|h| hooks::applies(h, event, tool)) {
+        let stdin = serde_json::json!({
+            "hook_event_name": format!("{event:?}"),
+            "tool_name": tool,
+            "cwd": root.display().to_string(),
+        })
+        .to_string();
+        let mut run = baton_agent::hooks::run(h, root, &[], &stdin);
+        let Ok(mut s) = state.lock() else { return };
+        s.budget.take(&mut run);
+        if run.failed() {
+            let why = run.error.clone().unwrap_or_else(|| {
+                if run.timed_out {
+                    "timed out".to_owned()
+                } else {
+                    format!("exit {}", run.exit.map_or("?".into(), |c| c.to_string()))
+                }
+            });
+            let line = format!(
+                "hook {:?} `{}` failed ({why}){}: {}",
+                event,
+                h.argv.join(" "),
+                if h.critical { ", critical" } else { "" },
+                run.stderr.trim()
+            );
+            log(line.clone());
+            if h.critical && s.critical.is_none() {
+                s.critical = Some(line);
+            }
+        }
+    }
+}
+
+/// The checkpoints and hooks around each turn of `session`.
+pub fn turn_hook(
+    root: &Path,
+    cfg: &Config,
+    session: &str,
+    skill: &Skill,
+) -> Result<(TurnHook, baton_agent::runner::EventFn)> {
+    let points = Arc::new(checkpoints(root, cfg, session));
+    let hooks: Arc<Vec<Hook>> = Arc::new(skill_hooks(root, skill)?);
+    let root = root.to_path_buf();
+    let once_marker = session_dir(cfg, session).join("session-start-once");
+    let state = Arc::new(Mutex::new(HookState {
+        critical: None,
+        pending_post: None,
+        budget: baton_agent::hooks::StepBudget::default(),
+    }));
+    let log_path = cfg.state_dir.join("bmad").join(session).join("hooks.log");
+    let log: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |line: String| {
+        eprintln!("baton: {line}");
+        if let Some(dir) = log_path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        use std::io::Write as _;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+        {
+            let _ = writeln!(f, "{}", baton_core::secrets::redact(&line));
+        }
+    });
+    let events: baton_agent::runner::EventFn = {
+        let (hooks, state, root, log) = (hooks.clone(), state.clone(), root.clone(), log.clone());
+        Arc::new(move |e: &baton_agent::runner::AgentEvent| {
+            use baton_agent::runner::AgentEvent as A;
+            if hooks.is_empty() {
+                return;
+            }
+            // The previous call has returned once anything else happens.
+            let post = state.lock().ok().and_then(|mut s| s.pending_post.take());
+            if let Some(tool) = post {
+                run_hooks(
+                    &root,
+                    &hooks,
+                    Event::PostToolUse,
+                    Some(&tool),
+                    &state,
+                    &*log,
+                );
+            }
+            if let A::ToolCall { tool, .. } = e {
+                run_hooks(&root, &hooks, Event::PreToolUse, Some(tool), &state, &*log);
+                if let Ok(mut s) = state.lock() {
+                    s.pending_post = Some(tool.clone());
+                }
+            }
+        })
+    };
+    let turn: TurnHook = Arc::new(move |e: TurnEvent<'_>| {
+        let critical = |state: &Mutex<HookState>| {
+            state
+                .lock()
+                .ok()
+                .and_then(|mut s| s.critical.take())
+                .map_or(Ok(()), Err)
+        };
+        match e {
+            TurnEvent::Start { .. } => {
+                let once: Vec<Hook> = hooks
+                    .iter()
+                    .filter(|h| h.event == Event::SessionStart && h.once)
+                    .cloned()
+                    .collect();
+                let every: Vec<Hook> = hooks
+                    .iter()
+                    .filter(|h| h.event == Event::SessionStart && !h.once)
+                    .cloned()
+                    .collect();
+                run_hooks(&root, &every, Event::SessionStart, None, &state, &*log);
+                if !once.is_empty() && !once_marker.exists() {
+                    run_hooks(&root, &once, Event::SessionStart, None, &state, &*log);
+                    if let Some(d) = once_marker.parent() {
+                        let _ = std::fs::create_dir_all(d);
+                    }
+                    let _ = std::fs::write(&once_marker, b"");
+                }
+                critical(&state)
+            }
+            TurnEvent::Before(n) => {
+                if let Ok(mut s) = state.lock() {
+                    s.budget = baton_agent::hooks::StepBudget::default();
+                }
+                points
+                    .take(n - 1)
+                    .map(|_| ())
+                    .map_err(|e| format!("checkpoint before turn {n}: {e}"))
+            }
+            TurnEvent::After(_, _) => {
+                let post = state.lock().ok().and_then(|mut s| s.pending_post.take());
+                if let Some(tool) = post {
+                    run_hooks(
+                        &root,
+                        &hooks,
+                        Event::PostToolUse,
+                        Some(&tool),
+                        &state,
+                        &*log,
+                    );
+                }
+                run_hooks(&root, &hooks, Event::Stop, None, &state, &*log);
+                critical(&state)
+            }
+        }
+    });
+    Ok((turn, events))
+}
+
+/// `baton bmad rollback`.
+pub fn rollback(root: &Path, args: &BmadRollbackArgs) -> Result<Code> {
+    let cfg = crate::project::config(root)?;
+    let journal = SqliteJournal::open(&cfg.journal_path())?;
+    let session = match &args.session {
+        Some(s) => s.clone(),
+        None => latest_session(root, &journal)?
+            .context("no BMad skill session to roll back (`baton bmad status` lists them)")?,
+    };
+    let points = checkpoints(root, &cfg, &session);
+    let steps = points.steps();
+    let Some(&last) = steps.last() else {
+        bail!("session {session} has no checkpoint yet");
+    };
+    let to = args.to.unwrap_or(last);
+    let stamp = jiff::Timestamp::now()
+        .strftime("%Y%m%dT%H%M%SZ")
+        .to_string();
+    let archive = root.join(output_dir(root)).join(".archive");
+    let r = points.restore(to, &archive, &stamp)?;
+    println!(
+        "{session}: artifacts restored to checkpoint {to} ({} files)",
+        r.restored.len()
+    );
+    for a in &r.archived {
+        println!("  archived {a} → {}/.archive/{stamp}/{a}", output_dir(root));
+    }
+    println!(
+        "the session's journal is unchanged: `baton bmad run` goes on from its last turn, or \
+         `--fresh` starts over"
+    );
+    Ok(Code::Ok)
+}
+
+fn latest_session(root: &Path, journal: &SqliteJournal) -> Result<Option<String>> {
+    let mut best: Option<(String, String)> = None;
+    for s in baton_store::bmad_skills::list(root)? {
+        for (session, h) in super::sessions(journal, &s.name)? {
+            let _ = h;
+            let steps =
+                baton_store::journal::Journal::steps_for_key(journal, &format!("bmad:{session}"))?;
+            let at = steps
+                .iter()
+                .map(|s| s.started_at.clone())
+                .max()
+                .unwrap_or_default();
+            if best.as_ref().is_none_or(|(b, _)| at > *b) {
+                best = Some((at, session));
+            }
+        }
+    }
+    Ok(best.map(|(_, s)| s))
+}
+
+fn queue_path(cfg: &Config) -> PathBuf {
+    cfg.state_dir.join("bmad-queue.json")
+}
+
+/// `baton bmad queue …`.
+pub fn queue(root: &Path, cmd: &BmadQueueCommand) -> Result<Code> {
+    let cfg = crate::project::config(root)?;
+    let mut q = Queue::open(&queue_path(&cfg))?;
+    match cmd {
+        BmadQueueCommand::Add(a) => {
+            baton_store::bmad_skills::find(root, &a.skill)?;
+            let priority: Priority = a.priority.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
+            let input = match (&a.input, &a.input_file) {
+                (Some(i), _) => Some(i.clone()),
+                (None, Some(f)) => Some(
+                    std::fs::read_to_string(root.join(f))
+                        .with_context(|| format!("cannot read `{}`", f.display()))?,
+                ),
+                (None, None) => None,
+            };
+            let t = q.add(
+                &a.skill,
+                input.as_deref(),
+                a.tier,
+                priority,
+                &jiff::Timestamp::now().to_string(),
+            )?;
+            println!(
+                "queued #{}: {} ({} priority); {} in the queue",
+                t.id,
+                t.skill,
+                t.priority.as_str(),
+                q.len()
+            );
+        }
+        BmadQueueCommand::List(a) => {
+            let list = q.list();
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else if list.is_empty() {
+                println!("the queue is empty");
+            } else {
+                for t in &list {
+                    println!(
+                        "#{}  {}  {}{}  added {}",
+                        t.id,
+                        t.skill,
+                        t.priority.as_str(),
+                        t.tier.map(|t| format!("  tier {t}")).unwrap_or_default(),
+                        t.added_at
+                    );
+                }
+            }
+        }
+        BmadQueueCommand::Remove(a) => {
+            let t = q.remove(a.id)?;
+            println!("removed #{}: {}", t.id, t.skill);
+        }
+        BmadQueueCommand::Run(a) => {
+            let mut ran = 0;
+            while a.max.is_none_or(|m| ran < m) {
+                let Some(t) = q.pop_next()? else { break };
+                ran += 1;
+                println!("── queued #{}: {}", t.id, t.skill);
+                let args = crate::cli::BmadRunArgs {
+                    skill: t.skill.clone(),
+                    input: t.input.clone(),
+                    input_file: None,
+                    tier: t.tier,
+                    profile: None,
+                    hint: None,
+                    conversational: false,
+                    fresh: false,
+                    agent: None,
+                    model: None,
+                    yolo: false,
+                    progress: "summary".into(),
+                    budget: crate::cli::BudgetArgs::default(),
+                    json: false,
+                };
+                let code = super::run_skill(root, &args)?;
+                if !matches!(code, Code::Ok) {
+                    println!(
+                        "queued #{} did not finish; the rest of the queue waits",
+                        t.id
+                    );
+                    return Ok(code);
+                }
+            }
+            if ran == 0 {
+                println!("the queue is empty");
+            }
+        }
+    }
+    Ok(Code::Ok)
+}
