@@ -37,17 +37,19 @@ fn output_dir(root: &Path) -> String {
         .map_or_else(|| "_bmad-output".to_owned(), |(_, v)| v)
 }
 
-fn checkpoints(root: &Path, cfg: &Config, session: &str) -> Checkpoints {
-    Checkpoints::new(
-        root.to_path_buf(),
-        session_dir(cfg, session).join("checkpoints"),
-        vec![PathBuf::from(output_dir(root))],
-    )
+fn checkpoints(root: &Path, cfg: &Config, session: &str) -> Result<Checkpoints> {
+    Ok(Checkpoints::new(
+        root,
+        &session_dir(cfg, session).join("checkpoints"),
+        &[PathBuf::from(output_dir(root))],
+    )?)
 }
 
-/// The complete checkpoints of `session`.
+/// The complete checkpoints of `session` (none when they cannot be read).
 pub fn checkpoint_steps(cfg: &Config, session: &str) -> Vec<u32> {
-    checkpoints(&cfg.root, cfg, session).steps()
+    checkpoints(&cfg.root, cfg, session)
+        .and_then(|c| Ok(c.steps()?))
+        .unwrap_or_default()
 }
 
 /// The hooks a skill declares: its `SKILL.md`'s frontmatter, then each step file's
@@ -149,7 +151,7 @@ pub fn turn_hook(
     session: &str,
     skill: &Skill,
 ) -> Result<(TurnHook, baton_agent::runner::EventFn)> {
-    let points = Arc::new(checkpoints(root, cfg, session));
+    let points = Arc::new(checkpoints(root, cfg, session)?);
     let hooks: Arc<Vec<Hook>> = Arc::new(skill_hooks(root, skill)?);
     let root = root.to_path_buf();
     let once_marker = session_dir(cfg, session).join("session-start-once");
@@ -268,8 +270,8 @@ pub fn rollback(root: &Path, args: &BmadRollbackArgs) -> Result<Code> {
         None => latest_session(root, &journal)?
             .context("no BMad skill session to roll back (`baton bmad status` lists them)")?,
     };
-    let points = checkpoints(root, &cfg, &session);
-    let steps = points.steps();
+    let points = checkpoints(root, &cfg, &session)?;
+    let steps = points.steps()?;
     let Some(&last) = steps.last() else {
         bail!("session {session} has no checkpoint yet");
     };

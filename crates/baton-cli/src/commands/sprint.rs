@@ -364,12 +364,20 @@ pub fn record_answer(cfg: &Config, id: i64, typed: &str) -> Result<Recorded, Ans
         return Err(already(&label));
     }
     // A plan task's key is `sdd:<plan>#<id>`: `baton sdd <plan>` acts on its answer.
-    let next = match e.key.as_deref().and_then(|k| k.strip_prefix("sdd:")) {
-        Some(task) => format!(
+    let key = e.key.as_deref().unwrap_or_default();
+    let next = if let Some(task) = key.strip_prefix("sdd:") {
+        format!(
             "`baton sdd {}`",
             task.rsplit_once('#').map_or(task, |(plan, _)| plan)
-        ),
-        None => "`baton sprint`".to_owned(),
+        )
+    } else if let Some(session) = key.strip_prefix("bmad:") {
+        // A session is `<skill>-<n>`.
+        format!(
+            "`baton bmad run {}`",
+            session.rsplit_once('-').map_or(session, |(skill, _)| skill)
+        )
+    } else {
+        "`baton sprint`".to_owned()
     };
     Ok(Recorded {
         id: e.id,
