@@ -6,6 +6,11 @@
 //! taken) and cover BMad's output folder (`output_folder`, `_bmad-output` by default). A
 //! rollback archives what it replaces under `<output>/.archive/<time>/`, never deleting it.
 //!
+//! After each turn, every markdown artifact the turn wrote that has YAML frontmatter gets a
+//! `baton` key: the session, the step (turn) it was written in, when, the checkpoint it can be
+//! rolled back to, and `can_rollback`. The journal stays the source of truth; the key lets a
+//! person (or BMad) reading the artifact see where it stands.
+//!
 //! Hooks run without a shell, with a scrubbed environment and capped output (see
 //! `baton_agent::hooks`): `SessionStart` when the session starts in a process (`once: true`:
 //! only in its first), `PreToolUse` before each tool call whose name the matcher takes,
@@ -98,6 +103,7 @@ fn frontmatter(text: &str) -> Option<&str> {
 
 /// What the hooks of one process of a session share.
 struct HookState {
+    turn_started: Option<std::time::SystemTime>,
     critical: Option<String>,
     pending_post: Option<String>,
     budget: baton_agent::hooks::StepBudget,
@@ -154,13 +160,16 @@ pub fn turn_hook(
     let points = Arc::new(checkpoints(root, cfg, session)?);
     let hooks: Arc<Vec<Hook>> = Arc::new(skill_hooks(root, skill)?);
     let root = root.to_path_buf();
-    let once_marker = session_dir(cfg, session).join("session-start-once");
+    let output = root.join(output_dir(&root));
+    let session = session.to_owned();
+    let once_marker = session_dir(cfg, &session).join("session-start-once");
     let state = Arc::new(Mutex::new(HookState {
+        turn_started: None,
         critical: None,
         pending_post: None,
         budget: baton_agent::hooks::StepBudget::default(),
     }));
-    let log_path = cfg.state_dir.join("bmad").join(session).join("hooks.log");
+    let log_path = cfg.state_dir.join("bmad").join(&session).join("hooks.log");
     let log: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |line: String| {
         eprintln!("baton: {line}");
         if let Some(dir) = log_path.parent() {
@@ -235,13 +244,18 @@ pub fn turn_hook(
             TurnEvent::Before(n) => {
                 if let Ok(mut s) = state.lock() {
                     s.budget = baton_agent::hooks::StepBudget::default();
+                    s.turn_started = Some(std::time::SystemTime::now());
                 }
                 points
                     .take(n - 1)
                     .map(|_| ())
                     .map_err(|e| format!("checkpoint before turn {n}: {e}"))
             }
-            TurnEvent::After(_, _) => {
+            TurnEvent::After(n, _) => {
+                let since = state.lock().ok().and_then(|s| s.turn_started);
+                if let Some(since) = since {
+                    stamp_artifacts(&root, &output, &session, n, since, &*log);
+                }
                 let post = state.lock().ok().and_then(|mut s| s.pending_post.take());
                 if let Some(tool) = post {
                     run_hooks(
@@ -259,6 +273,73 @@ pub fn turn_hook(
         }
     });
     Ok((turn, events))
+}
+
+/// Sets the `baton` frontmatter key of each markdown file under `output` written since `since`.
+fn stamp_artifacts(
+    root: &Path,
+    output: &Path,
+    session: &str,
+    step: u32,
+    since: std::time::SystemTime,
+    log: &dyn Fn(String),
+) {
+    let mut stack = vec![output.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(read) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in read.flatten() {
+            let path = e.path();
+            let Ok(ft) = e.file_type() else { continue };
+            let hidden = e.file_name().to_string_lossy().starts_with('.');
+            if ft.is_dir() && !hidden {
+                stack.push(path);
+                continue;
+            }
+            let fresh = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|m| m >= since);
+            if !ft.is_file() || hidden || !fresh || path.extension().is_none_or(|x| x != "md") {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            if !text.starts_with("---\n") {
+                continue;
+            }
+            let rel = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            let Ok(mut doc) = baton_store::frontmatter::Document::parse(&rel, &text) else {
+                continue;
+            };
+            let value = serde_json::json!({
+                "session": session,
+                "step": step,
+                "at": jiff::Timestamp::now().to_string(),
+                "checkpoint": step.saturating_sub(1),
+                "can_rollback": true,
+            });
+            let done = doc
+                .set("baton", &value)
+                .map_err(|e| e.to_string())
+                .and_then(|()| {
+                    baton_store::atomic::replace(&path, doc.text().as_bytes())
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                });
+            if let Err(e) = done {
+                log(format!(
+                    "could not record the step in `{rel}`'s frontmatter: {e}"
+                ));
+            }
+        }
+    }
 }
 
 /// `baton bmad rollback`.

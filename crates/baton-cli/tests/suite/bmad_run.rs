@@ -175,6 +175,15 @@ fn a_headless_prd_run_writes_the_prd_and_bmads_memlog_and_completes() {
     );
     let prd = std::fs::read_to_string(p.root().join(&ws).join("prd.md")).expect("the PRD");
     assert!(prd.contains("## FR1"));
+    // The step it was written in is in its frontmatter, beside BMad's own keys.
+    assert!(
+        prd.starts_with("---\ntitle: Todo\nstatus: draft\n"),
+        "{prd}"
+    );
+    assert!(
+        prd.contains("baton:") && prd.contains("can_rollback: true") && prd.contains("step: 1"),
+        "{prd}"
+    );
     // The memlog is BMad's own script's work: its frontmatter and its entry.
     let memlog = std::fs::read_to_string(p.root().join(&ws).join(".memlog.md")).expect("memlog");
     assert!(memlog.starts_with("---\ntopic: Todo"), "{memlog}");

@@ -481,7 +481,7 @@ impl Bmad {
                             let o = options.remove(at);
                             options.insert(0, o);
                         }
-                        let finding = checkpoint_text(
+                        let mut finding = checkpoint_text(
                             format,
                             &output,
                             &history,
@@ -489,6 +489,24 @@ impl Bmad {
                             &reason,
                             recommended.as_deref(),
                         );
+                        // From level 2, a decision this unsure is discussed by a party first,
+                        // once per menu; its advice goes to the person with the checkpoint.
+                        let on = format!("menu after turn {}", history.turns());
+                        if baton_core::autopilot::party::due(tier, confidence, false)
+                            && !party_on(&history, &on)
+                        {
+                            let topic = format!(
+                                "The `{}` skill shows this menu and baton is not sure which option to take:\n{}",
+                                self.skill.name,
+                                tail(&output, 20)
+                            );
+                            if let Some(d) = self.party(run, &topic, &on).await? {
+                                finding.push_str(&format!(
+                                    "\nA party of reviewers advises:\n{}",
+                                    d.summary
+                                ));
+                            }
+                        }
                         self.ask(
                             run,
                             EscalationKind::BmadMenu,
