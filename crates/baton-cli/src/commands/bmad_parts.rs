@@ -11,7 +11,7 @@
 //! rolled back to, and `can_rollback`. The journal stays the source of truth; the key lets a
 //! person (or BMad) reading the artifact see where it stands.
 //!
-//! Hooks run without a shell, with a scrubbed environment and capped output (see
+//! Hooks run only in a trusted project, without a shell, with a scrubbed environment and capped output (see
 //! `baton_agent::hooks`): `SessionStart` when the session starts in a process (`once: true`:
 //! only in its first), `PreToolUse` before each tool call whose name the matcher takes,
 //! `PostToolUse` once the call returned, `Stop` after each turn. A failing hook is logged to the
@@ -158,7 +158,19 @@ pub fn turn_hook(
     skill: &Skill,
 ) -> Result<(TurnHook, baton_agent::runner::EventFn)> {
     let points = Arc::new(checkpoints(root, cfg, session)?);
-    let hooks: Arc<Vec<Hook>> = Arc::new(skill_hooks(root, skill)?);
+    // A hook runs a program the skill's files name, outside the command allowlist: only a
+    // trusted project's skills may run them (a cloned repository ships its own `.claude/`).
+    let mut declared = skill_hooks(root, skill)?;
+    if !cfg.trusted && !declared.is_empty() {
+        eprintln!(
+            "warning: `{}` declares {} hook(s); they are not run in a project you have not trusted \
+             (review them, then `baton trust`)",
+            skill.name,
+            declared.len()
+        );
+        declared.clear();
+    }
+    let hooks: Arc<Vec<Hook>> = Arc::new(declared);
     let root = root.to_path_buf();
     let output = root.join(output_dir(&root));
     let session = session.to_owned();

@@ -509,6 +509,22 @@ fn a_critical_hook_failure_stops_the_run_and_another_is_only_logged() {
             .unwrap_or_default()
             .contains("critical")
     );
+
+    // A project nobody trusted runs none of its skills' hooks: the same skill finishes.
+    baton(&p, &["trust", "--revoke"]).expect_code(0);
+    let run = bmad(
+        &p,
+        &t,
+        &["bmad", "run", skill, "--tier", "1", "--fresh", "--json"],
+    )
+    .expect_code(0);
+    assert_eq!(report(&run)["end"], "completed", "{}", run.describe());
+    assert!(
+        run.stderr
+            .contains("not run in a project you have not trusted"),
+        "{}",
+        run.describe()
+    );
 }
 
 #[test]
