@@ -661,6 +661,21 @@ pub enum BmadCommand {
     /// The BMad skills installed in this project, and which run headless.
     #[command(after_help = "Examples:\n  baton bmad skills")]
     Skills(BmadSkillsArgs),
+    /// Watch the sprint file and report its status changes made outside a run: debounced
+    /// (500 ms), the same change once per 30 s, a key that keeps cycling reported.
+    #[command(after_help = "Examples:\n  baton bmad watch\n  baton bmad watch --json --for 60")]
+    Watch(BmadWatchArgs),
+}
+
+/// `baton bmad watch`.
+#[derive(Debug, Args)]
+pub struct BmadWatchArgs {
+    /// One JSON object per change.
+    #[arg(long)]
+    pub json: bool,
+    /// Stop after this many seconds (default: until interrupted).
+    #[arg(long = "for", value_name = "SECS")]
+    pub for_secs: Option<u64>,
 }
 
 /// `baton bmad run`.

@@ -38,6 +38,7 @@ pub fn run(root: &Path, cmd: &BmadCommand) -> Result<Code> {
         BmadCommand::Skills(a) => skills(root, a),
         BmadCommand::Rollback(a) => parts::rollback(root, a),
         BmadCommand::Queue(q) => parts::queue(root, q),
+        BmadCommand::Watch(a) => parts::watch(root, a),
     }
 }
 

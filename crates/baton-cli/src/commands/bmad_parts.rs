@@ -504,3 +504,92 @@ pub fn queue(root: &Path, cmd: &BmadQueueCommand) -> Result<Code> {
     }
     Ok(Code::Ok)
 }
+
+fn snapshot(path: &Path, text: String) -> Result<baton_core::autopilot::watch::Snapshot> {
+    let doc = baton_store::sprint_file::SprintDoc::parse(path, text)?;
+    Ok(doc
+        .sprint()
+        .entries
+        .iter()
+        .map(|e| (e.key.to_string(), e.raw.clone().unwrap_or_default()))
+        .collect())
+}
+
+/// `baton bmad watch`: polls the sprint file every 100 ms and reports what the watcher lets
+/// through. A file that does not read (a write caught half-way, or a hand edit) is reported
+/// once per distinct error and watched on; nothing is ever written.
+pub fn watch(root: &Path, args: &crate::cli::BmadWatchArgs) -> Result<Code> {
+    use baton_core::autopilot::watch::{Change, Watcher};
+    let cfg = crate::project::config(root)?;
+    let path = cfg.sprint_status.clone();
+    let read = |p: &Path| {
+        std::fs::read_to_string(p).with_context(|| format!("cannot read `{}`", p.display()))
+    };
+    let mut last_text = read(&path)?;
+    let mut w = Watcher::new(snapshot(&path, last_text.clone())?);
+    let mut current = snapshot(&path, last_text.clone())?;
+    let start = std::time::Instant::now();
+    let mut last_error = String::new();
+    if !args.json {
+        eprintln!("watching `{}` (Ctrl-C stops)", path.display());
+    }
+    loop {
+        let now = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if args.for_secs.is_some_and(|s| now >= s * 1000) {
+            return Ok(Code::Ok);
+        }
+        if let Ok(text) = read(&path)
+            && text != last_text
+        {
+            match snapshot(&path, text.clone()) {
+                Ok(s) => {
+                    current = s;
+                    last_error.clear();
+                }
+                Err(e) => {
+                    let e = format!("{e:#}");
+                    if e != last_error {
+                        eprintln!("warning: {e}; still watching");
+                        last_error = e;
+                    }
+                }
+            }
+            last_text = text;
+        }
+        w.observe(now, current.clone());
+        for c in w.tick(now) {
+            let line = match &c {
+                Change::Status { key, from, to } => {
+                    if args.json {
+                        serde_json::json!({"event": "status", "key": key, "from": from, "to": to})
+                            .to_string()
+                    } else {
+                        format!(
+                            "{key}: {} → {}",
+                            from.as_deref().unwrap_or("(new)"),
+                            to.as_deref().unwrap_or("(removed)")
+                        )
+                    }
+                }
+                Change::Cycling {
+                    key,
+                    between,
+                    debounce_ms,
+                } => {
+                    if args.json {
+                        serde_json::json!({"event": "cycling", "key": key, "between": between, "debounce_ms": debounce_ms}).to_string()
+                    } else {
+                        format!(
+                            "warning: {key} keeps cycling between {}; watching on with a {debounce_ms} ms debounce",
+                            between.join(" and ")
+                        )
+                    }
+                }
+            };
+            println!("{line}");
+            use std::io::Write as _;
+            let _ = std::io::stdout().flush();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}

@@ -565,3 +565,39 @@ fn the_queue_holds_100_tasks_across_restarts_and_refuses_the_101st() {
     baton(&p, &["bmad", "queue", "add", "bmad-prd"]).expect_code(0);
     baton(&p, &["bmad", "queue", "remove", "9999"]).expect_code(1);
 }
+
+#[test]
+fn the_watch_reports_a_change_made_outside_a_run_once() {
+    use super::common::SPRINT_REL;
+    use super::sprint::{K1, Toml, sprint_project};
+    let p = sprint_project(Toml::default(), &Script::new());
+    let child = command(&p, &["bmad", "watch", "--json", "--for", "4"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("baton starts");
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let text = std::fs::read_to_string(p.root().join(SPRINT_REL)).expect("sprint");
+    // Two writes in quick succession: one change, to where the file ended.
+    let line = format!("  {K1}: backlog");
+    p.write(
+        SPRINT_REL,
+        &text.replacen(&line, &format!("  {K1}: ready-for-dev"), 1),
+    );
+    p.write(
+        SPRINT_REL,
+        &text.replacen(&line, &format!("  {K1}: in-progress"), 1),
+    );
+    let out = child.wait_with_output().expect("the watch ends");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(
+        events,
+        vec![json!({"event": "status", "key": K1, "from": "backlog", "to": "in-progress"})],
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

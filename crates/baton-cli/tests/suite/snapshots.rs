@@ -321,7 +321,7 @@ fn help_of_every_command() {
     for cmd in TDD_COMMANDS {
         snap(&format!("help_tdd_{cmd}"), &p, &["tdd", cmd, "--help"]);
     }
-    for cmd in ["run", "status", "rollback", "skills", "queue"] {
+    for cmd in ["run", "status", "rollback", "skills", "queue", "watch"] {
         snap(&format!("help_bmad_{cmd}"), &p, &["bmad", cmd, "--help"]);
     }
     snap("help_command", &p, &["help"]);

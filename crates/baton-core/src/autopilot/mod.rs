@@ -3,7 +3,8 @@
 //! loop has stalled or must stop ([`stall`]), when a party of agents is called and how it ends
 //! ([`party`]), and how much a project's tier lets baton do between human checkpoints
 //! ([`tier`]), reading a validation out of a turn ([`validation`]) what a turn is and how a menu
-//! is answered ([`turn`]), and the hooks a skill's frontmatter declares ([`hooks`]). The `baton bmad` workflow reads them; nothing here does IO or keeps a clock.
+//! is answered ([`turn`]), the hooks a skill's frontmatter declares ([`hooks`]), and
+//! watching a status file for changes made outside a run ([`watch`]). The `baton bmad` workflow reads them; nothing here does IO or keeps a clock.
 
 pub mod confidence;
 pub mod headless;
@@ -14,3 +15,4 @@ pub mod stall;
 pub mod tier;
 pub mod turn;
 pub mod validation;
+pub mod watch;
