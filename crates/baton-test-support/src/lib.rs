@@ -10,6 +10,7 @@
 
 pub mod anthropic_stream;
 pub mod captures;
+pub mod github;
 pub mod openai_stream;
 pub mod scripted;
 mod server;
