@@ -12,6 +12,7 @@ pub mod anthropic_stream;
 pub mod captures;
 pub mod github;
 pub mod openai_stream;
+pub mod openapi;
 pub mod scripted;
 mod server;
 
