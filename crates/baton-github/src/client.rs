@@ -75,23 +75,32 @@ impl Default for Policy {
     }
 }
 
+/// A cached GET answer: its ETag, its body and its `link` header (a 304 carries no `link`, so
+/// the next page of a cached list comes from here).
+#[derive(Debug, Clone)]
+struct Cached {
+    etag: HeaderValue,
+    link: Option<HeaderValue>,
+    body: Vec<u8>,
+}
+
 /// The ETags of recent GET answers, with their bodies, oldest dropped first.
 #[derive(Debug, Default)]
 struct EtagCache {
     order: VecDeque<String>,
-    entries: HashMap<String, (HeaderValue, Vec<u8>)>,
+    entries: HashMap<String, Cached>,
 }
 
 impl EtagCache {
-    fn get(&self, url: &str) -> Option<(HeaderValue, Vec<u8>)> {
+    fn get(&self, url: &str) -> Option<Cached> {
         self.entries.get(url).cloned()
     }
 
-    fn put(&mut self, cap: usize, url: &str, etag: HeaderValue, body: Vec<u8>) {
+    fn put(&mut self, cap: usize, url: &str, answer: Cached) {
         if cap == 0 {
             return;
         }
-        if self.entries.insert(url.to_owned(), (etag, body)).is_none() {
+        if self.entries.insert(url.to_owned(), answer).is_none() {
             self.order.push_back(url.to_owned());
             while self.order.len() > cap {
                 if let Some(old) = self.order.pop_front() {
@@ -426,8 +435,8 @@ impl GitHub {
             } else {
                 None
             };
-            if let Some((etag, _)) = &cached {
-                req = req.header(header::IF_NONE_MATCH, etag.clone());
+            if let Some(cached) = &cached {
+                req = req.header(header::IF_NONE_MATCH, cached.etag.clone());
             }
             if let Some(body) = body {
                 req = req.json(body);
@@ -455,11 +464,18 @@ impl GitHub {
             match status {
                 304 if is_get => {
                     return match cached {
-                        Some((_, body)) => Ok(Answer {
-                            status: 200,
-                            headers,
-                            body,
-                        }),
+                        Some(cached) => {
+                            let mut headers = headers;
+                            headers.remove(header::LINK);
+                            if let Some(link) = cached.link {
+                                headers.insert(header::LINK, link);
+                            }
+                            Ok(Answer {
+                                status: 200,
+                                headers,
+                                body: cached.body,
+                            })
+                        }
                         None => Err(ForgeError::Invalid {
                             call,
                             status,
@@ -472,7 +488,15 @@ impl GitHub {
                         self.etags
                             .lock()
                             .unwrap_or_else(PoisonError::into_inner)
-                            .put(self.policy.etag_entries, url, etag.clone(), bytes.clone());
+                            .put(
+                                self.policy.etag_entries,
+                                url,
+                                Cached {
+                                    etag: etag.clone(),
+                                    link: headers.get(header::LINK).cloned(),
+                                    body: bytes.clone(),
+                                },
+                            );
                     }
                     return Ok(Answer {
                         status,
@@ -896,12 +920,16 @@ mod tests {
     #[test]
     fn the_etag_cache_drops_its_oldest_entry() {
         let mut cache = EtagCache::default();
-        let tag = HeaderValue::from_static("\"a\"");
-        cache.put(2, "u1", tag.clone(), b"1".to_vec());
-        cache.put(2, "u2", tag.clone(), b"2".to_vec());
-        cache.put(2, "u3", tag, b"3".to_vec());
+        let answer = |body: &[u8]| Cached {
+            etag: HeaderValue::from_static("\"a\""),
+            link: None,
+            body: body.to_vec(),
+        };
+        cache.put(2, "u1", answer(b"1"));
+        cache.put(2, "u2", answer(b"2"));
+        cache.put(2, "u3", answer(b"3"));
         assert!(cache.get("u1").is_none());
-        assert_eq!(cache.get("u3").map(|(_, b)| b), Some(b"3".to_vec()));
+        assert_eq!(cache.get("u3").map(|c| c.body), Some(b"3".to_vec()));
     }
 
     #[test]

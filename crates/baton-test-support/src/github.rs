@@ -1444,8 +1444,10 @@ async fn handle(
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
         if matches {
+            // A 304 carries the caching headers only: no body, and no `link`.
             reply.status = 304;
             reply.body = None;
+            reply.headers.retain(|(name, _)| name != "link");
         }
         reply.headers.push(("etag".into(), etag));
     }

@@ -192,8 +192,12 @@ impl OpenApi {
             .and_then(|r| r.get(call.status.to_string()))
             .or_else(|| responses.and_then(|r| r.get("default")))
             .map(|r| self.resolve(r));
+        let conditional = call.method == "GET" && call.header("if-none-match").is_some();
         let schema = match described {
             Some(r) => r.pointer("/content/application~1json/schema"),
+            // Any conditional GET may be answered 304 (HTTP's rule, which the description
+            // lists for some operations only), without a body.
+            None if call.status == 304 && conditional => None,
             // Statuses the description leaves out (500, 429, a secondary-limit 403) carry
             // GitHub's basic error.
             None if call.status >= 400 => self.doc.pointer("/components/schemas/basic-error"),
