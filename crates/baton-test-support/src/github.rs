@@ -197,6 +197,7 @@ struct State {
     rules: Vec<Rule>,
     calls: Vec<RecordedCall>,
     served: u64,
+    spent_until: Option<i64>,
 }
 
 /// The fake GitHub; stops serving when dropped.
@@ -1458,7 +1459,17 @@ async fn handle(
         .headers
         .iter()
         .any(|(n, _)| n == "x-ratelimit-remaining");
-    if !has_limit {
+    if !has_limit && let Some(reset) = st.spent_until.take() {
+        reply
+            .headers
+            .push(("x-ratelimit-limit".into(), "5000".into()));
+        reply
+            .headers
+            .push(("x-ratelimit-remaining".into(), "0".into()));
+        reply
+            .headers
+            .push(("x-ratelimit-reset".into(), reset.to_string()));
+    } else if !has_limit {
         let reset = (st.now + SignedDuration::from_hours(1)).as_second();
         let remaining = 5000u64.saturating_sub(st.served);
         reply
@@ -1545,6 +1556,7 @@ impl State {
             rules: Vec::new(),
             calls: Vec::new(),
             served: 0,
+            spent_until: None,
         }
     }
 
@@ -1815,6 +1827,12 @@ impl FakeGitHub {
         });
     }
 
+    /// The next answer (whatever it is) reports the primary rate limit spent
+    /// (`x-ratelimit-remaining: 0`) until the Unix second `reset`.
+    pub fn spend_rate_limit(&self, reset: i64) {
+        self.st().spent_until = Some(reset);
+    }
+
     /// Every request so far, with its answer, in order.
     pub fn calls(&self) -> Vec<RecordedCall> {
         self.st().calls.clone()
@@ -1858,5 +1876,113 @@ impl FakeGitHub {
             .filter(|c| c.issue == issue)
             .map(|c| st.comment(c))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Sends one HTTP/1.1 request; the status, the head (lower-cased) and the body of the answer.
+    async fn send(
+        fake: &FakeGitHub,
+        method: &str,
+        target: &str,
+        body: Option<&str>,
+        auth: bool,
+    ) -> (u16, String, String) {
+        let mut stream = tokio::net::TcpStream::connect(fake.addr).await.unwrap();
+        let body = body.unwrap_or_default();
+        let auth = if auth {
+            "Authorization: Bearer t\r\n"
+        } else {
+            ""
+        };
+        let request = format!(
+            "{method} {target} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, head.to_ascii_lowercase(), body.to_owned())
+    }
+
+    #[tokio::test]
+    async fn a_request_without_a_token_is_refused() {
+        let fake = FakeGitHub::start().await;
+        let (status, _, body) = send(&fake, "GET", "/repos/acme/widgets/issues", None, false).await;
+        assert_eq!(status, 401);
+        assert!(body.contains("Requires authentication"));
+        assert_eq!(fake.calls()[0].status, 401);
+    }
+
+    #[tokio::test]
+    async fn a_write_to_another_repository_changes_nothing() {
+        let fake = FakeGitHub::start().await;
+        let issue = fake.add_issue("Story", "", &[], "acme");
+        let target = format!("/repos/someone/else/issues/{issue}/comments");
+        let (status, _, _) = send(&fake, "POST", &target, Some(r#"{"body":"x"}"#), true).await;
+        assert_eq!(status, 404);
+        assert!(fake.comments_of(issue).is_empty());
+        assert_eq!(
+            fake.calls()[0].route,
+            Some("/repos/{owner}/{repo}/issues/{issue_number}/comments")
+        );
+    }
+
+    #[tokio::test]
+    async fn lists_are_paged_with_link_headers() {
+        let fake = FakeGitHub::start().await;
+        for n in 0..5 {
+            fake.add_label(&format!("l{n}"), "ffffff", "");
+        }
+        let target = "/repos/acme/widgets/labels?per_page=2";
+        let (status, head, body) = send(&fake, "GET", target, None, true).await;
+        assert_eq!(status, 200);
+        let base = fake.base_url();
+        let expected = format!(
+            "link: <{base}{target}&page=2>; rel=\"next\", <{base}{target}&page=3>; rel=\"last\""
+        );
+        assert!(head.contains(&expected), "{head}");
+        let page: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(page.as_array().map(Vec::len), Some(2));
+        let (_, head, body) = send(&fake, "GET", &format!("{target}&page=3"), None, true).await;
+        assert!(head.contains("rel=\"prev\"") && !head.contains("rel=\"next\""));
+        assert_eq!(
+            serde_json::from_str::<Value>(&body).unwrap()[0]["name"],
+            "l4"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unknown_route_is_a_404_without_a_template() {
+        let fake = FakeGitHub::start().await;
+        let (status, _, _) = send(&fake, "GET", "/repos/acme/widgets/releases", None, true).await;
+        assert_eq!(status, 404);
+        assert_eq!(fake.calls()[0].route, None);
+    }
+
+    #[tokio::test]
+    async fn failures_hit_their_route_the_given_number_of_times() {
+        let fake = FakeGitHub::start().await;
+        let route = "/repos/{owner}/{repo}/labels";
+        fake.fail_next("GET", route, 2, Failure::TooManyRequests { retry_after: 7 });
+        let mut statuses = Vec::new();
+        for _ in 0..3 {
+            let (status, head, _) =
+                send(&fake, "GET", "/repos/acme/widgets/labels", None, true).await;
+            statuses.push(status);
+            if status == 429 {
+                assert!(head.contains("retry-after: 7"), "{head}");
+            }
+        }
+        assert_eq!(statuses, [429, 429, 200]);
+        // Another route is untouched.
+        let (status, _, _) = send(&fake, "GET", "/repos/acme/widgets/issues", None, true).await;
+        assert_eq!(status, 200);
     }
 }

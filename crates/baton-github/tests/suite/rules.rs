@@ -207,3 +207,20 @@ async fn the_token_never_appears_in_debug_or_errors() {
     assert!(shown[0].contains("[redacted]"));
     assert!(shown.iter().any(|s| s.contains("create comment")));
 }
+
+#[tokio::test]
+async fn an_answer_that_spends_the_limit_holds_the_next_request() {
+    let fake = FakeGitHub::start().await;
+    let gh = client(&fake);
+    let issue = fake.add_issue("Story", "", &[], "acme");
+    let reset = jiff::Timestamp::now().as_second() + 3600;
+    fake.spend_rate_limit(reset);
+    assert!(gh.get_issue(issue).await.is_ok());
+    // Sending now would only be refused: the client reports the limit without sending.
+    let err = gh.list_comments(issue).await.unwrap_err();
+    let ForgeError::RateLimited { status, until, .. } = err else {
+        panic!("{err}")
+    };
+    assert_eq!((status, until.as_second()), (0, reset));
+    assert_eq!(fake.calls().len(), 1);
+}
