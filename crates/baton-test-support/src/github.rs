@@ -14,7 +14,10 @@
 //! `set_collaborator`), inject failures ([`FakeGitHub::fail_next`]: a secondary or primary
 //! rate limit, a 429, a 5xx, a flaky 404, or a write carried out before a 500), make a pull
 //! request conflict, merge it as the owner, and read back every request with its answer
-//! ([`FakeGitHub::calls`]). The clock is its own: it starts at 2026-01-05T09:00:00Z, moves one
+//! ([`FakeGitHub::calls`]). With [`FakeGitHub::protect_base`] a pull request is `blocked`
+//! until its approvals and required checks are in; auto-merge is refused for one that could
+//! merge at once (`clean`), as GitHub refuses it, and merges it as soon as it turns `clean`.
+//! The clock is its own: it starts at 2026-01-05T09:00:00Z, moves one
 //! second with each write and jumps with [`FakeGitHub::advance`], so timestamps are
 //! reproducible.
 
@@ -170,6 +173,14 @@ struct CheckRec {
     completed_at: Option<Timestamp>,
 }
 
+/// Branch protection on every base: approvals and checks a pull request needs before it can
+/// merge.
+#[derive(Debug, Clone)]
+struct Protection {
+    approvals: usize,
+    checks: Vec<String>,
+}
+
 #[derive(Debug)]
 struct Rule {
     method: String,
@@ -198,6 +209,7 @@ struct State {
     calls: Vec<RecordedCall>,
     served: u64,
     spent_until: Option<i64>,
+    protection: Option<Protection>,
 }
 
 /// The fake GitHub; stops serving when dropped.
@@ -654,14 +666,11 @@ impl State {
         });
         if full {
             let merged = p.merged_at.is_some();
-            let (mergeable, state) = if merged {
-                (Value::Null, "unknown")
-            } else if p.conflict {
-                (Value::Bool(false), "dirty")
-            } else if p.draft {
-                (Value::Bool(true), "draft")
-            } else {
-                (Value::Bool(true), "clean")
+            let state = self.merge_state(number);
+            let mergeable = match state {
+                "unknown" => Value::Null,
+                "dirty" => Value::Bool(false),
+                _ => Value::Bool(true),
             };
             let extra = json!({
                 "merged": merged,
@@ -682,6 +691,82 @@ impl State {
             }
         }
         v
+    }
+
+    /// GitHub's `mergeable_state`: `dirty` (a conflict), `draft`, `blocked` (the protection's
+    /// approvals or checks missing, or changes requested), `clean` (it could merge now), or
+    /// `unknown` once merged.
+    fn merge_state(&self, number: u64) -> &'static str {
+        let Some(p) = self.pulls.get(&number) else {
+            return "unknown";
+        };
+        if p.merged_at.is_some() {
+            return "unknown";
+        }
+        if p.conflict {
+            return "dirty";
+        }
+        if p.draft {
+            return "draft";
+        }
+        let Some(protection) = &self.protection else {
+            return "clean";
+        };
+        // Each reviewer's latest verdict counts.
+        let mut verdicts: BTreeMap<&str, &str> = BTreeMap::new();
+        for r in self.reviews.iter().filter(|r| r.pull == number) {
+            if r.state != "COMMENTED" {
+                verdicts.insert(&r.author, &r.state);
+            }
+        }
+        let approvals = verdicts.values().filter(|v| **v == "APPROVED").count();
+        let changes = verdicts.values().any(|v| *v == "CHANGES_REQUESTED");
+        let checks = protection.checks.iter().all(|name| {
+            let latest = self
+                .checks
+                .iter()
+                .rev()
+                .find(|c| c.sha == p.head_sha && c.name == *name);
+            latest.is_some_and(|c| c.conclusion.as_deref() == Some("success"))
+        });
+        if approvals < protection.approvals || changes || !checks {
+            "blocked"
+        } else {
+            "clean"
+        }
+    }
+
+    fn do_merge(&mut self, number: u64, by: &str) {
+        let now = self.tick();
+        if let Some(p) = self.pulls.get_mut(&number) {
+            p.merged_at = Some(now);
+            p.merged_by = Some(by.to_owned());
+            p.merge_commit_sha = Some(sha_of(&format!("merge-{number}")));
+        }
+        if let Some(i) = self.issues.get_mut(&number) {
+            i.state = "closed".into();
+            i.closed_at = Some(now);
+            i.updated_at = now;
+        }
+    }
+
+    /// Merges every open pull request with auto-merge on that could merge now, as GitHub
+    /// does (by whoever enabled it).
+    fn settle(&mut self) {
+        let ready: Vec<(u64, String)> = self
+            .pulls
+            .values()
+            .filter(|p| {
+                self.issues
+                    .get(&p.number)
+                    .is_some_and(|i| i.state == "open")
+            })
+            .filter_map(|p| p.auto_merge.as_ref().map(|(_, by)| (p.number, by.clone())))
+            .filter(|(n, _)| self.merge_state(*n) == "clean")
+            .collect();
+        for (number, by) in ready {
+            self.do_merge(number, &by);
+        }
     }
 
     fn review(&self, r: &ReviewRec) -> Value {
@@ -1317,15 +1402,16 @@ fn graphql(st: &mut State, body: Option<&Value>) -> Reply {
             .unwrap_or("MERGE")
             .to_ascii_lowercase();
         let viewer = st.viewer.clone();
+        // GitHub refuses auto-merge for a pull request that could merge right now.
+        match st.merge_state(number) {
+            "unknown" => return error("Pull request is already merged"),
+            "dirty" => return error("Pull request is not mergeable: it has merge conflicts"),
+            "clean" => return error("Pull request is in clean status"),
+            _ => {}
+        }
         let Some(p) = st.pulls.get_mut(&number) else {
             return error("not found");
         };
-        if p.merged_at.is_some() {
-            return error("Pull request is already merged");
-        }
-        if p.conflict {
-            return error("Pull request is not mergeable: it has merge conflicts");
-        }
         p.auto_merge = Some((method.clone(), viewer));
         st.touch(number);
         return Reply::json(
@@ -1432,6 +1518,7 @@ async fn handle(
         (None, Reply::error(401, "Requires authentication"))
     };
     st.rules.retain(|r| r.times > 0);
+    st.settle();
 
     let text = reply
         .body
@@ -1557,6 +1644,7 @@ impl State {
             calls: Vec::new(),
             served: 0,
             spent_until: None,
+            protection: None,
         }
     }
 
@@ -1714,6 +1802,7 @@ impl FakeGitHub {
             p.head_sha = sha.to_owned();
         }
         st.touch(pull);
+        st.settle();
     }
 
     /// A pull request's head sha.
@@ -1741,6 +1830,7 @@ impl FakeGitHub {
             commit,
             submitted_at: now,
         });
+        st.settle();
         id
     }
 
@@ -1765,6 +1855,7 @@ impl FakeGitHub {
             started_at: now,
             completed_at: (status == "completed").then_some(now),
         });
+        st.settle();
         id
     }
 
@@ -1778,13 +1869,15 @@ impl FakeGitHub {
 
     /// Gives a pull request a merge conflict (`mergeable: false`, `dirty`), or takes it away.
     pub fn set_conflict(&self, pull: u64, conflict: bool) {
-        if let Some(p) = self.st().pulls.get_mut(&pull) {
+        let mut st = self.st();
+        if let Some(p) = st.pulls.get_mut(&pull) {
             p.conflict = conflict;
         }
+        st.settle();
     }
 
-    /// Merges a pull request as the owner would (refused for a draft, a conflict or a pull
-    /// request that is not open).
+    /// Merges a pull request as the owner would (refused for a draft, a conflict, a pull
+    /// request the branch protection blocks, or one that is not open).
     pub fn merge(&self, pull: u64) -> Result<(), String> {
         let mut st = self.st();
         let open = st.issues.get(&pull).is_some_and(|i| i.state == "open");
@@ -1800,19 +1893,27 @@ impl FakeGitHub {
         if p.conflict {
             return Err(format!("pull request #{pull} has a merge conflict"));
         }
-        let now = st.tick();
+        if st.merge_state(pull) == "blocked" {
+            return Err(format!(
+                "pull request #{pull} is blocked by the branch protection"
+            ));
+        }
         let owner = st.owner.clone();
-        if let Some(p) = st.pulls.get_mut(&pull) {
-            p.merged_at = Some(now);
-            p.merged_by = Some(owner);
-            p.merge_commit_sha = Some(sha_of(&format!("merge-{pull}")));
-        }
-        if let Some(i) = st.issues.get_mut(&pull) {
-            i.state = "closed".into();
-            i.closed_at = Some(now);
-            i.updated_at = now;
-        }
+        st.do_merge(pull, &owner);
         Ok(())
+    }
+
+    /// Protects every base branch: a pull request needs `approvals` approving reviews (each
+    /// reviewer's latest verdict; none requesting changes) and a successful run of each of
+    /// `checks` on its head before it can merge. Without protection a ready pull request
+    /// without conflicts is `clean`, and GitHub refuses auto-merge for it ("in clean status").
+    pub fn protect_base(&self, approvals: usize, checks: &[&str]) {
+        let mut st = self.st();
+        st.protection = Some(Protection {
+            approvals,
+            checks: checks.iter().map(|c| (*c).to_owned()).collect(),
+        });
+        st.settle();
     }
 
     /// The next `times` requests `method` sends to the route GitHub's description names

@@ -13,6 +13,8 @@ async fn every_call_matches_githubs_description() {
     let gh = client(&fake);
     fake.set_collaborator("dev-lead", "maintain");
     fake.set_collaborator("helper", "triage");
+    // The owner's approval and both checks are needed to merge.
+    fake.protect_base(2, &["test", "clippy"]);
 
     // Issues: 23 open (three pages of ten), one closed, one pull request (left out).
     let mut open = BTreeSet::new();
@@ -22,11 +24,22 @@ async fn every_call_matches_githubs_description() {
     }
     let closed = fake.add_issue("Old", "", &[], "acme");
     fake.close_issue(closed);
+    let other = fake.add_pull("Other work", "feature/x", "main", false, "dev-lead");
     let issues = gh.list_open_issues().await.unwrap();
     assert_eq!(
         issues.iter().map(|i| i.number).collect::<BTreeSet<_>>(),
         open
     );
+    // GitHub lists pull requests among issues; the client leaves them out.
+    assert!(fake.calls().iter().any(|c| {
+        c.response
+            .as_ref()
+            .and_then(|r| r.as_array())
+            .is_some_and(|a| {
+                a.iter()
+                    .any(|i| i["number"] == other && i["pull_request"].is_object())
+            })
+    }));
     let first = *open.first().unwrap();
     let issue = gh.get_issue(first).await.unwrap();
     assert_eq!(issue.labels, ["agent/backend"]);
@@ -185,7 +198,18 @@ async fn every_call_matches_githubs_description() {
             .map(|a| a.merge_method.as_str()),
         Some("squash")
     );
-    fake.merge(pull.number).unwrap();
+    assert!(
+        !published.is_merged(),
+        "blocked: one approval, clippy still running"
+    );
+    // The owner approves and clippy passes: GitHub merges on its own.
+    fake.add_review(pull.number, "acme", "APPROVED", "");
+    assert!(fake.pull(pull.number)["merged"] == false);
+    fake.add_check_run(&sha, "clippy", "completed", Some("success"));
+    assert_eq!(
+        fake.pull(pull.number)["merged_by"]["login"],
+        "baton-pm[bot]"
+    );
     let merged = gh.list_pulls_for_branch(&branch).await.unwrap();
     assert!(merged[0].is_merged());
     assert_eq!(merged[0].state, "closed");
@@ -240,9 +264,29 @@ async fn every_call_matches_githubs_description() {
 }
 
 #[tokio::test]
-async fn auto_merge_is_refused_on_a_conflict() {
+async fn auto_merge_is_refused_for_a_pull_request_that_could_merge_now() {
     let fake = FakeGitHub::start().await;
     let gh = client(&fake);
+    let number = fake.add_pull("Story", "baton/issue-1", "main", false, "acme");
+    let pull = gh.get_pull(number).await.unwrap();
+    let refused = gh
+        .enable_auto_merge(&pull, MergeMethod::Squash)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, ForgeError::Rejected { message, .. } if message.contains("clean status")),
+        "{refused}"
+    );
+    assert!(fake.pull(number)["auto_merge"].is_null());
+    assert_eq!(fake.pull(number)["mergeable_state"], "clean");
+    assert_contract(&fake);
+}
+
+#[tokio::test]
+async fn auto_merge_is_refused_on_a_conflict() {
+    let fake = FakeGitHub::start().await;
+    // The pipeline holds its forge as a trait object.
+    let gh: Box<dyn Forge> = Box::new(client(&fake));
     let number = fake.add_pull("Story", "baton/issue-1", "main", false, "acme");
     fake.set_conflict(number, true);
     let pull = gh.get_pull(number).await.unwrap();
