@@ -224,3 +224,55 @@ async fn an_answer_that_spends_the_limit_holds_the_next_request() {
     assert_eq!((status, until.as_second()), (0, reset));
     assert_eq!(fake.calls().len(), 1);
 }
+
+#[tokio::test]
+async fn an_unreadable_answer_is_invalid_and_names_the_call() {
+    let server = baton_test_support::MockServer::start().await;
+    server.enqueue(baton_test_support::MockResponse::text(
+        200,
+        "<html>maintenance</html>",
+    ));
+    let gh = GitHub::new(&server.url(), "acme", "widgets", Token::new(TOKEN)).unwrap();
+    let err = gh.get_issue(1).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ForgeError::Invalid {
+                call: "get issue",
+                status: 200,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("GitHub get issue: unreadable answer (HTTP 200)"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_next_page_elsewhere_is_not_followed() {
+    let server = baton_test_support::MockServer::start().await;
+    server.enqueue(
+        baton_test_support::MockResponse::json(200, &serde_json::json!([])).header(
+            "link",
+            "<https://elsewhere.example/steal?page=2>; rel=\"next\"",
+        ),
+    );
+    let gh = GitHub::new(&server.url(), "acme", "widgets", Token::new(TOKEN)).unwrap();
+    let err = gh.list_labels().await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ForgeError::Invalid {
+                call: "list labels",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("elsewhere.example"), "{err}");
+    assert_eq!(server.requests().len(), 1, "the token went nowhere else");
+}
