@@ -63,8 +63,8 @@ pub enum Failure {
 pub struct RecordedCall {
     /// `GET`, `POST`…
     pub method: String,
-    /// The path, percent-decoded per segment (e.g. `/repos/acme/widgets/issues/1/labels/agent/backend`
-    /// keeps the encoded form in `raw_path`).
+    /// The path, each segment percent-decoded (`/repos/acme/widgets/issues/1/labels/agent/backend`
+    /// for a request to remove `agent/backend`); [`RecordedCall::raw_path`] has it as sent.
     pub path: String,
     /// The path as sent.
     pub raw_path: String,
