@@ -7,10 +7,15 @@
 //! [`openai_stream`] and [`anthropic_stream`] build byte-faithful streams of the OpenAI chat
 //! completions and Anthropic Messages formats, so client tests exercise the real parsing paths.
 //! The server is plain tokio (no HTTP framework) to keep the dev-dependency tree small.
+//!
+//! [`github`] is a stateful fake GitHub (served by axum, as the board is) for the GitHub client
+//! and the PM pipeline, and [`openapi`] holds it and the client to GitHub's own REST description.
 
 pub mod anthropic_stream;
 pub mod captures;
+pub mod github;
 pub mod openai_stream;
+pub mod openapi;
 pub mod scripted;
 mod server;
 

@@ -1,0 +1,4 @@
+mod common;
+mod contract;
+mod regression;
+mod rules;
