@@ -142,6 +142,10 @@ pub enum Command {
     /// checkpoints, rollback and a task queue.
     #[command(subcommand)]
     Bmad(BmadCommand),
+
+    /// The GitHub pipeline: open one issue per story of the sprint (docs/github.md).
+    #[command(subcommand)]
+    Pm(PmCommand),
     /// Serve a live web board of the sprint, the runs, their costs and the escalations.
     #[command(
         after_help = "Examples:\n  baton serve                       # http://127.0.0.1:8737, the link with its token is printed once\n  \
@@ -803,4 +807,29 @@ pub struct BmadQueueRunArgs {
 pub struct BmadQueueRemoveArgs {
     /// The task's id.
     pub id: u64,
+}
+
+/// `baton pm`.
+#[derive(Debug, clap::Subcommand)]
+pub enum PmCommand {
+    /// Open one issue per unfinished story of the sprint file, its story file as the body and
+    /// the `status/*` label of its phase; stories already imported are left alone.
+    #[command(
+        after_help = "Examples:\n  GITHUB_TOKEN=... baton pm import --repo acme/shop\n  \
+        baton pm import --dry-run\n\n\
+        The token comes from GITHUB_TOKEN (it needs `issues: write`); the repository from --repo \
+        or GITHUB_REPOSITORY; the API from GITHUB_API_URL (default https://api.github.com)."
+    )]
+    Import(PmImportArgs),
+}
+
+/// `baton pm import`.
+#[derive(Debug, Args)]
+pub struct PmImportArgs {
+    /// The repository, `OWNER/NAME` (default: GITHUB_REPOSITORY).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// Say what would be opened, and open nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }

@@ -11,8 +11,8 @@
 
 use crate::model::PermissionAnswer;
 use crate::{
-    CheckRun, Comment, Forge, ForgeError, ForgeFuture, Issue, Label, MergeMethod, NewLabel,
-    NewPull, Permission, PullRequest, PullUpdate, Review,
+    CheckRun, Comment, Forge, ForgeError, ForgeFuture, Issue, Label, MergeMethod, NewIssue,
+    NewLabel, NewPull, Permission, PullRequest, PullUpdate, Review,
 };
 use jiff::{SignedDuration, Timestamp};
 use reqwest::Method;
@@ -671,6 +671,26 @@ impl Forge for GitHub {
                 .into_iter()
                 .filter(|i| i.pull_request.is_none())
                 .collect())
+        })
+    }
+
+    fn list_all_issues(&self) -> ForgeFuture<'_, Vec<Issue>> {
+        Box::pin(async move {
+            let url = self.url(&format!("/issues?state=all&per_page={}", self.per_page()));
+            let all: Vec<Issue> = self.pages("list issues", url, None).await?;
+            Ok(all
+                .into_iter()
+                .filter(|i| i.pull_request.is_none())
+                .collect())
+        })
+    }
+
+    fn create_issue<'a>(&'a self, issue: &'a NewIssue) -> ForgeFuture<'a, Issue> {
+        Box::pin(async move {
+            let body =
+                serde_json::to_value(issue).map_err(|e| ForgeError::Config(e.to_string()))?;
+            self.send("create issue", Method::POST, &self.url("/issues"), &body)
+                .await
         })
     }
 

@@ -23,8 +23,8 @@ use std::pin::Pin;
 pub use client::{GitHub, Policy, Token};
 pub use error::ForgeError;
 pub use model::{
-    AutoMerge, Branch, CheckRun, Comment, Issue, Label, MergeMethod, NewLabel, NewPull, Permission,
-    PullMarker, PullRequest, PullUpdate, Review, User,
+    AutoMerge, Branch, CheckRun, Comment, Issue, Label, MergeMethod, NewIssue, NewLabel, NewPull,
+    Permission, PullMarker, PullRequest, PullUpdate, Review, User,
 };
 
 /// What a [`Forge`] call returns: a boxed future, so the trait can be used as `dyn Forge`.
@@ -40,6 +40,10 @@ pub trait Forge: Send + Sync {
     fn list_open_issues(&self) -> ForgeFuture<'_, Vec<Issue>>;
     /// One issue (or pull request, as an issue).
     fn get_issue(&self, number: u64) -> ForgeFuture<'_, Issue>;
+    /// Every issue, open or closed (pull requests left out), every page.
+    fn list_all_issues(&self) -> ForgeFuture<'_, Vec<Issue>>;
+    /// Opens an issue.
+    fn create_issue<'a>(&'a self, issue: &'a NewIssue) -> ForgeFuture<'a, Issue>;
     /// Every comment of an issue, oldest first, every page.
     fn list_comments(&self, issue: u64) -> ForgeFuture<'_, Vec<Comment>>;
     /// Posts a comment.

@@ -308,6 +308,17 @@ pub struct NewLabel {
     pub description: Option<String>,
 }
 
+/// An issue to open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NewIssue {
+    /// Its title.
+    pub title: String,
+    /// Its text.
+    pub body: String,
+    /// Its labels' names.
+    pub labels: Vec<String>,
+}
+
 /// A pull request to open.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NewPull {

@@ -944,6 +944,7 @@ fn route(
     let num = |s: &str| s.parse::<u64>().ok();
     let (template, reply): (&'static str, Reply) = match (method.as_str(), rest.as_slice()) {
         ("GET", ["issues"]) => ("/repos/{owner}/{repo}/issues", list_issues(st, path, query)),
+        ("POST", ["issues"]) => ("/repos/{owner}/{repo}/issues", create_issue(st, body)),
         ("GET", ["issues", "comments", id]) => (
             "/repos/{owner}/{repo}/issues/comments/{comment_id}",
             match num(id).and_then(|id| st.comments.iter().find(|c| c.id == id)) {
@@ -1090,6 +1091,28 @@ fn list_issues(st: &State, path: &str, query: &[(String, String)]) -> Reply {
         .map(|i| st.issue(i.number))
         .collect();
     paginate(&st.base, path, query, items)
+}
+
+fn create_issue(st: &mut State, body: Option<&Value>) -> Reply {
+    let Some(title) = body_str(body, "title").filter(|t| !t.trim().is_empty()) else {
+        return Reply::invalid("Issue", "title", "missing_field", None);
+    };
+    let text = body_str(body, "body").unwrap_or_default().to_owned();
+    let labels: Vec<String> = body
+        .and_then(|b| b.get("labels"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let author = st.viewer.clone();
+    let title = title.to_owned();
+    let n = st.add_issue_rec(&title, &text, &refs, &author);
+    Reply::json(201, st.issue(n))
 }
 
 fn body_str<'a>(body: Option<&'a Value>, key: &str) -> Option<&'a str> {

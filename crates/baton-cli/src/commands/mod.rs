@@ -13,6 +13,7 @@ mod log;
 mod memory;
 mod plan;
 pub(crate) mod plumbing;
+mod pm;
 mod policy;
 mod sdd;
 mod serve;
@@ -66,6 +67,7 @@ pub fn run(cli: Cli) -> Result<Code> {
         Command::Forget(args) => memory::forget(&root, &args),
         Command::Memory(cmd) => memory::run(&root, &cmd),
         Command::Bmad(cmd) => bmad::run(&root, &cmd),
+        Command::Pm(cmd) => pm::run(&root, &cmd),
         Command::Serve(args) => serve::run(&root, &args),
         Command::Tdd(args) => tdd::run(&root, &args),
         Command::Guard(args) => guard::run(&root, &args),

@@ -18,6 +18,7 @@ mod memory;
 mod parallel;
 mod plan_pipeline;
 mod planning;
+mod pm;
 mod regression;
 mod sdd;
 mod set;

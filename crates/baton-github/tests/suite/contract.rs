@@ -40,6 +40,23 @@ async fn every_call_matches_githubs_description() {
                     .any(|i| i["number"] == other && i["pull_request"].is_object())
             })
     }));
+    // Every issue, closed ones too; and one opened through the API.
+    let all = gh.list_all_issues().await.unwrap();
+    assert_eq!(all.len(), open.len() + 1);
+    assert!(
+        all.iter()
+            .any(|i| i.number == closed && i.state == "closed")
+    );
+    let made = gh
+        .create_issue(&baton_github::NewIssue {
+            title: "1-2-login: Log in".into(),
+            body: "<!-- baton:story 1-2-login -->\n# Story".into(),
+            labels: vec!["imported".into()],
+        })
+        .await
+        .unwrap();
+    assert_eq!(made.labels, ["imported"]);
+    assert_eq!(fake.issue(made.number)["title"], "1-2-login: Log in");
     let first = *open.first().unwrap();
     let issue = gh.get_issue(first).await.unwrap();
     assert_eq!(issue.labels, ["agent/backend"]);
