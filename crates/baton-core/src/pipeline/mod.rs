@@ -1,6 +1,7 @@
 //! The GitHub pipeline's rules, as values: the phases an issue goes through, the comment format
-//! agents and the PM use, and (in [`decide`]) what the PM does next with an issue, given the
-//! facts one pass read and the time. Reading GitHub and carrying the actions out belong to the
+//! agents and the PM use, (in [`decide`]) what the PM does next with an issue, given the
+//! facts one pass read and the time, and (in [`status_comment`]) the PM's status comment that
+//! carries an issue's state between passes. Reading GitHub and carrying the actions out belong to the
 //! workflow; nothing here does IO or keeps a clock.
 //!
 //! The comment format: `[From] text`, `[From → To] text` (to another agent, the Product Manager,
@@ -8,6 +9,7 @@
 //! (`_Agent: backend · Skills: … · Run: [#N](link)_`).
 
 pub mod decide;
+pub mod status_comment;
 
 use std::fmt;
 
