@@ -5,7 +5,8 @@
 //! `references/headless.md` or `assets/headless-schemas.md` has a headless mode.
 //!
 //! Paths come from files a cloned repository ships, so every one is checked to stay inside the
-//! project: a manifest row pointing elsewhere is refused with its line.
+//! project: a manifest row pointing elsewhere is refused with its line. [`config`] reads the
+//! project's BMad configuration the skills resolve their `{placeholders}` from.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -212,6 +213,46 @@ pub fn find(root: &Path, name: &str) -> Result<Skill, SkillError> {
     }
 }
 
+/// The project's BMad configuration (`_bmad/core/config.yaml`, then each module's, later
+/// winning), its top-level scalars with `{project-root}` made relative.
+pub fn config(root: &Path) -> Vec<(String, String)> {
+    let mut files = vec![root.join("_bmad/core/config.yaml")];
+    if let Ok(dirs) = std::fs::read_dir(root.join("_bmad")) {
+        let mut more: Vec<_> = dirs
+            .flatten()
+            .map(|d| d.path().join("config.yaml"))
+            .filter(|p| p.is_file() && !p.starts_with(root.join("_bmad/core")))
+            .collect();
+        more.sort();
+        files.extend(more);
+    }
+    let mut out: Vec<(String, String)> = Vec::new();
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        for line in text.lines() {
+            if line.starts_with([' ', '\t', '#', '-']) {
+                continue;
+            }
+            let Some((k, v)) = line.split_once(':') else {
+                continue;
+            };
+            let k = k.trim();
+            let v = v.trim().trim_matches('"').trim_matches('\'');
+            if k.is_empty() || v.is_empty() || !k.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let v = v
+                .replace("{project-root}/", "")
+                .replace("{project-root}", ".");
+            out.retain(|(old, _)| old != k);
+            out.push((k.to_owned(), v));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,5 +323,29 @@ mod tests {
             err.to_string(),
             "no BMad skill `bmad-gone` is installed; installed: bmad-p, bmad-q, my-skill"
         );
+    }
+
+    #[test]
+    fn the_bmad_config_is_read_core_first_with_the_project_root_made_relative() {
+        let d = tempfile::tempdir().unwrap();
+        let w = |rel: &str, text: &str| {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        w(
+            "_bmad/core/config.yaml",
+            "user_name: Core\noutput_folder: out\n",
+        );
+        w(
+            "_bmad/bmm/config.yaml",
+            "# a comment\nuser_name: Mod\nplanning_artifacts: \"{project-root}/out/plan\"\nlist:\n  - item\n",
+        );
+        let c = config(d.path());
+        let get = |k: &str| c.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("user_name"), Some("Mod"));
+        assert_eq!(get("output_folder"), Some("out"));
+        assert_eq!(get("planning_artifacts"), Some("out/plan"));
+        assert_eq!(get("list"), None);
     }
 }

@@ -42,48 +42,17 @@ pub fn run(root: &Path, cmd: &BmadCommand) -> Result<Code> {
     }
 }
 
-/// The project's BMad configuration (`_bmad/core/config.yaml`, then each module's, later
-/// winning), its top-level scalars with `{project-root}` made relative.
-pub fn bmad_config(root: &Path) -> Vec<(String, String)> {
-    let mut files = vec![root.join("_bmad/core/config.yaml")];
-    if let Ok(dirs) = std::fs::read_dir(root.join("_bmad")) {
-        let mut more: Vec<_> = dirs
-            .flatten()
-            .map(|d| d.path().join("config.yaml"))
-            .filter(|p| p.is_file() && !p.starts_with(root.join("_bmad/core")))
-            .collect();
-        more.sort();
-        files.extend(more);
-    }
-    let mut out: Vec<(String, String)> = Vec::new();
-    for f in files {
-        let Ok(text) = std::fs::read_to_string(&f) else {
-            continue;
-        };
-        for line in text.lines() {
-            if line.starts_with([' ', '\t', '#', '-']) {
-                continue;
-            }
-            let Some((k, v)) = line.split_once(':') else {
-                continue;
-            };
-            let k = k.trim();
-            let v = v.trim().trim_matches('"').trim_matches('\'');
-            if k.is_empty() || v.is_empty() || !k.chars().all(|c| c.is_alphanumeric() || c == '_') {
-                continue;
-            }
-            let v = v
-                .replace("{project-root}/", "")
-                .replace("{project-root}", ".");
-            out.retain(|(old, _)| old != k);
-            out.push((k.to_owned(), v));
-        }
-    }
-    out
-}
-
 fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read `{}`", path.display()))
+}
+
+/// The input given inline or in a file (read now).
+pub fn input_of(root: &Path, inline: Option<&str>, file: Option<&Path>) -> Result<Option<String>> {
+    match (inline, file) {
+        (Some(i), _) => Ok(Some(i.to_owned())),
+        (None, Some(f)) => Ok(Some(read(&root.join(f))?)),
+        (None, None) => Ok(None),
+    }
 }
 
 fn rel(root: &Path, p: &Path) -> String {
@@ -213,11 +182,7 @@ fn run_skill(root: &Path, args: &BmadRunArgs) -> Result<Code> {
     let mut cfg = super::sdd::with_budget(crate::project::config(root)?, &args.budget);
     let skill = bmad_skills::find(root, &args.skill)?;
     let headless = skill.headless.is_some() && !args.conversational;
-    let input = match (&args.input, &args.input_file) {
-        (Some(i), _) => Some(i.clone()),
-        (None, Some(f)) => Some(read(&root.join(f))?),
-        (None, None) => None,
-    };
+    let input = input_of(root, args.input.as_deref(), args.input_file.as_deref())?;
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let known = {
         let j = journal
@@ -277,12 +242,7 @@ fn run_skill(root: &Path, args: &BmadRunArgs) -> Result<Code> {
     };
     let found = super::plumbing::discover_agents(root);
     let run_id = super::team::run_id("bmad");
-    let ledger = Arc::new(Mutex::new(match crate::project::ledger(&cfg) {
-        Ok(l) => Ok(l),
-        Err(e) => Err(baton_engine::sprint_tools::NoSprint(format!(
-            "the sprint is not available: {e:#}"
-        ))),
-    }));
+    let ledger = super::team::sprint_ledger(&cfg);
     let mode = if args.yolo {
         Mode::Yolo
     } else {
@@ -314,7 +274,7 @@ fn run_skill(root: &Path, args: &BmadRunArgs) -> Result<Code> {
         input,
         tier,
         tier_from: tier_from.clone(),
-        config: bmad_config(root),
+        config: bmad_skills::config(root),
         validation_patterns: patterns,
         roster: roster(root, None),
         limits,

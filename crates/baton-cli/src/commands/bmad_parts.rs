@@ -31,12 +31,21 @@ use baton_store::journal::SqliteJournal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// Whether `s` can name a session (`<skill>-<n>`): it becomes a folder under `.baton/bmad/`, so
+/// nothing that could leave it.
+fn plain_session(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('-')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
 fn session_dir(cfg: &Config, session: &str) -> PathBuf {
     cfg.state_dir.join("bmad").join(session)
 }
 
 fn output_dir(root: &Path) -> String {
-    super::bmad_config(root)
+    baton_store::bmad_skills::config(root)
         .into_iter()
         .find(|(k, _)| k == "output_folder")
         .map_or_else(|| "_bmad-output".to_owned(), |(_, v)| v)
@@ -359,6 +368,9 @@ pub fn rollback(root: &Path, args: &BmadRollbackArgs) -> Result<Code> {
     let cfg = crate::project::config(root)?;
     let journal = SqliteJournal::open(&cfg.journal_path())?;
     let session = match &args.session {
+        Some(s) if !plain_session(s) => {
+            bail!("`{s}` is not a session name (`baton bmad status` lists them: `bmad-prd-1`)")
+        }
         Some(s) => s.clone(),
         None => latest_session(root, &journal)?
             .context("no BMad skill session to roll back (`baton bmad status` lists them)")?,
@@ -391,8 +403,7 @@ pub fn rollback(root: &Path, args: &BmadRollbackArgs) -> Result<Code> {
 fn latest_session(root: &Path, journal: &SqliteJournal) -> Result<Option<String>> {
     let mut best: Option<(String, String)> = None;
     for s in baton_store::bmad_skills::list(root)? {
-        for (session, h) in super::sessions(journal, &s.name)? {
-            let _ = h;
+        for (session, _) in super::sessions(journal, &s.name)? {
             let steps =
                 baton_store::journal::Journal::steps_for_key(journal, &format!("bmad:{session}"))?;
             let at = steps
@@ -420,14 +431,7 @@ pub fn queue(root: &Path, cmd: &BmadQueueCommand) -> Result<Code> {
         BmadQueueCommand::Add(a) => {
             baton_store::bmad_skills::find(root, &a.skill)?;
             let priority: Priority = a.priority.parse().map_err(|e| anyhow::anyhow!("{e}"))?;
-            let input = match (&a.input, &a.input_file) {
-                (Some(i), _) => Some(i.clone()),
-                (None, Some(f)) => Some(
-                    std::fs::read_to_string(root.join(f))
-                        .with_context(|| format!("cannot read `{}`", f.display()))?,
-                ),
-                (None, None) => None,
-            };
+            let input = super::input_of(root, a.input.as_deref(), a.input_file.as_deref())?;
             let t = q.add(
                 &a.skill,
                 input.as_deref(),
@@ -591,5 +595,18 @@ pub fn watch(root: &Path, args: &crate::cli::BmadWatchArgs) -> Result<Code> {
             let _ = std::io::stdout().flush();
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_name_cannot_leave_the_state_folder() {
+        assert!(plain_session("bmad-prd-1"));
+        for bad in ["", "../x", "a/b", "-rf", "Bmad", "x y"] {
+            assert!(!plain_session(bad), "{bad:?}");
+        }
     }
 }

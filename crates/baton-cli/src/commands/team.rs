@@ -50,6 +50,14 @@ fn dispatch(args: &TeamArgs) -> Result<(Dispatch, String)> {
     Ok((d, task.to_owned()))
 }
 
+/// The sprint's ledger for the agents' sprint tools, or why there is none (the tools then say
+/// so to the agent).
+pub fn sprint_ledger(cfg: &crate::config::Config) -> baton_engine::sprint_tools::SharedLedger {
+    Arc::new(Mutex::new(crate::project::ledger(cfg).map_err(|e| {
+        baton_engine::sprint_tools::NoSprint(format!("the sprint is not available: {e:#}"))
+    })))
+}
+
 /// Runs `baton team`.
 pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
     let (dispatch, task) = dispatch(args)?;
@@ -58,12 +66,7 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
     let found = super::plumbing::discover_agents(root);
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = run_id("team");
-    let ledger = Arc::new(Mutex::new(match crate::project::ledger(&cfg) {
-        Ok(l) => Ok(l),
-        Err(e) => Err(baton_engine::sprint_tools::NoSprint(format!(
-            "the sprint is not available: {e:#}"
-        ))),
-    }));
+    let ledger = sprint_ledger(&cfg);
     let mode = if args.yolo {
         Mode::Yolo
     } else {

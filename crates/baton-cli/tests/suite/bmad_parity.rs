@@ -753,18 +753,7 @@ fn skills_installed_by_bmads_own_installer_are_found() {
     use baton_store::bmad_skills::{find, list};
     let Some(bmad) = bmad() else { return };
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = Command::new(bmad.dir.join("node_modules/.bin/bmad-method"))
-        .args(["install", "--directory"])
-        .arg(dir.path())
-        .args(["--modules", "bmm", "--tools", "claude-code", "--yes"])
-        .current_dir(dir.path())
-        .output()
-        .expect("BMad's installer runs");
-    assert!(
-        out.status.success(),
-        "bmad-method install: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    install_bmad(&bmad.dir.join("node_modules/.bin/bmad-method"), dir.path());
     let all = list(dir.path()).expect("the manifest reads");
     let names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
     for want in [
@@ -793,4 +782,20 @@ fn skills_installed_by_bmads_own_installer_are_found() {
     }
     let err = find(dir.path(), "bmad-nope").unwrap_err().to_string();
     assert!(err.contains("installed: bmad-"), "{err}");
+}
+
+/// Installs BMad's `bmm` module for Claude Code into `dir` with BMad's own `installer`.
+pub(super) fn install_bmad(installer: &Path, dir: &Path) {
+    let out = Command::new(installer)
+        .args(["install", "--directory"])
+        .arg(dir)
+        .args(["--modules", "bmm", "--tools", "claude-code", "--yes"])
+        .current_dir(dir)
+        .output()
+        .expect("BMad's installer runs");
+    assert!(
+        out.status.success(),
+        "bmad-method install: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

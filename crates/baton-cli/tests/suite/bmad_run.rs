@@ -45,18 +45,7 @@ fn tools() -> Option<Tools> {
 /// A project with BMad installed by its own installer, a script and a trusted `baton.toml`.
 fn bmad_project(t: &Tools, extra_toml: &str, script: &Script) -> Project {
     let p = Project::empty();
-    let out = Command::new(&t.installer)
-        .args(["install", "--directory"])
-        .arg(p.root())
-        .args(["--modules", "bmm", "--tools", "claude-code", "--yes"])
-        .current_dir(p.root())
-        .output()
-        .expect("BMad's installer runs");
-    assert!(
-        out.status.success(),
-        "bmad-method install: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    super::bmad_parity::install_bmad(&t.installer, p.root());
     p.write(
         "baton.toml",
         &format!(
@@ -69,13 +58,18 @@ fn bmad_project(t: &Tools, extra_toml: &str, script: &Script) -> Project {
     p
 }
 
-fn bmad(p: &Project, t: &Tools, args: &[&str]) -> super::common::Run {
+/// `baton ARGS` with `uv` on its `PATH`.
+fn bmad_command(p: &Project, t: &Tools, args: &[&str]) -> Command {
     let mut cmd = command(p, args);
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut dirs = vec![t.uv_dir.clone()];
     dirs.extend(std::env::split_paths(&path));
     cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
-    super::sprint::run_guarded(cmd, args)
+    cmd
+}
+
+fn bmad(p: &Project, t: &Tools, args: &[&str]) -> super::common::Run {
+    super::sprint::run_guarded(bmad_command(p, t, args), args)
 }
 
 fn report(run: &super::common::Run) -> Value {
@@ -395,16 +389,11 @@ fn a_kill_in_turn_3_resumes_at_turn_3_and_rollback_restores_turn_2() {
     let Some(t) = tools() else { return };
     let skill = "bmad-create-epics-and-stories";
     let p = bmad_project(&t, "", &six_menus(Some(3)));
-    let mut child = {
-        let mut cmd = command(&p, &["bmad", "run", skill, "--tier", "1", "--json"]);
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let mut dirs = vec![t.uv_dir.clone()];
-        dirs.extend(std::env::split_paths(&path));
-        cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
-        cmd.stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        cmd.spawn().expect("baton starts")
-    };
+    let mut child = bmad_command(&p, &t, &["bmad", "run", skill, "--tier", "1", "--json"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("baton starts");
     // Wait until turn 3 has begun, then kill -9.
     let mut begun = false;
     for _ in 0..600 {
