@@ -143,9 +143,18 @@ pub enum Command {
     #[command(subcommand)]
     Bmad(BmadCommand),
 
-    /// The GitHub pipeline: open one issue per story of the sprint (docs/github.md).
-    #[command(subcommand)]
-    Pm(PmCommand),
+    /// The GitHub pipeline: a Product Manager pass that routes issues to specialist agents by
+    /// label, a specialist's turn, the Actions workflows, the import of a sprint (docs/github.md).
+    #[command(
+        after_help = "Examples:\n  baton pm                          # one pass over the open issues\n  \
+        baton pm --watch --interval 300   # a pass every 5 minutes, from a laptop\n  \
+        baton pm agent --issue 42 --role backend\n  \
+        baton pm init                     # write the GitHub Actions workflows\n  \
+        baton pm import                   # one issue per story of the sprint\n\n\
+        The token comes from GITHUB_TOKEN; the repository from --repo or GITHUB_REPOSITORY; the \
+        API from GITHUB_API_URL (default https://api.github.com)."
+    )]
+    Pm(PmArgs),
     /// Serve a live web board of the sprint, the runs, their costs and the escalations.
     #[command(
         after_help = "Examples:\n  baton serve                       # http://127.0.0.1:8737, the link with its token is printed once\n  \
@@ -809,9 +818,61 @@ pub struct BmadQueueRemoveArgs {
     pub id: u64,
 }
 
-/// `baton pm`.
+/// `baton pm`: one pass when no subcommand is given.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct PmArgs {
+    /// What to do other than a pass.
+    #[command(subcommand)]
+    pub command: Option<PmCommand>,
+    /// The pass's options.
+    #[command(flatten)]
+    pub pass: PmPassArgs,
+}
+
+/// `baton pm` (a pass).
+#[derive(Debug, Args, Default)]
+pub struct PmPassArgs {
+    /// The repository, `OWNER/NAME` (default: GITHUB_REPOSITORY).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// Look only at this issue (default: every open issue in the pipeline, or the ones the
+    /// triggering event names).
+    #[arg(long, value_name = "N")]
+    pub issue: Option<u64>,
+    /// Pass after pass until interrupted, for running the pipeline from a laptop.
+    #[arg(long)]
+    pub watch: bool,
+    /// Seconds between passes with --watch.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub interval: u64,
+    /// Say what the pass would do, and change nothing on GitHub.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the pass's report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton pm …`.
 #[derive(Debug, clap::Subcommand)]
 pub enum PmCommand {
+    /// A specialist's turn on an issue: run the role's agent in this checkout, push the issue's
+    /// branch, open or update its draft pull request, hand back to the PM with a comment, and
+    /// remove the role's label.
+    #[command(
+        after_help = "Examples:\n  baton pm agent --issue 42 --role backend\n  \
+        baton pm agent --issue 42 --role reviewer --remote origin\n\n\
+        The agent sees the issue's text as quoted data, never the token; it has no tool that \
+        merges, approves or publishes a pull request."
+    )]
+    Agent(PmAgentArgs),
+    /// Write the GitHub Actions workflows that run the pipeline: the PM pass on events and a
+    /// schedule, and the specialists' turns on their labels.
+    #[command(
+        after_help = "Examples:\n  baton pm init\n  baton pm init --force   # replace workflows written before"
+    )]
+    Init(PmInitArgs),
     /// Open one issue per unfinished story of the sprint file, its story file as the body and
     /// the `status/*` label of its phase; stories already imported are left alone.
     #[command(
@@ -821,6 +882,37 @@ pub enum PmCommand {
         or GITHUB_REPOSITORY; the API from GITHUB_API_URL (default https://api.github.com)."
     )]
     Import(PmImportArgs),
+}
+
+/// `baton pm agent`.
+#[derive(Debug, Args)]
+pub struct PmAgentArgs {
+    /// The issue.
+    #[arg(long, value_name = "N")]
+    pub issue: u64,
+    /// The role (`backend`, or the label `agent/backend`).
+    #[arg(long, value_name = "ROLE")]
+    pub role: String,
+    /// The repository, `OWNER/NAME` (default: GITHUB_REPOSITORY).
+    #[arg(long, value_name = "OWNER/NAME")]
+    pub repo: Option<String>,
+    /// The git remote the issue's branch is pushed to.
+    #[arg(long, default_value = "origin", value_name = "REMOTE")]
+    pub remote: String,
+    /// Print the turn's report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton pm init`.
+#[derive(Debug, Args)]
+pub struct PmInitArgs {
+    /// Replace workflow files written before.
+    #[arg(long)]
+    pub force: bool,
+    /// The cron schedule of the PM's sweep.
+    #[arg(long, default_value = "*/15 * * * *", value_name = "CRON")]
+    pub schedule: String,
 }
 
 /// `baton pm import`.

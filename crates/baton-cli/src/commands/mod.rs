@@ -14,6 +14,7 @@ mod memory;
 mod plan;
 pub(crate) mod plumbing;
 mod pm;
+mod pm_init;
 mod policy;
 mod sdd;
 mod serve;

@@ -8,7 +8,7 @@
 //! repeats a POST. The token comes from the environment (`GITHUB_TOKEN`), is sent only to the
 //! API, and is never printed.
 
-use crate::cli::{PmCommand, PmImportArgs};
+use crate::cli::{PmArgs, PmCommand, PmImportArgs};
 use crate::commands::Code;
 use anyhow::{Context, Result, bail};
 use baton_core::key::KeyKind;
@@ -24,9 +24,11 @@ pub const REPOSITORY_ENV: &str = "GITHUB_REPOSITORY";
 pub const API_ENV: &str = "GITHUB_API_URL";
 
 /// Runs `baton pm …`.
-pub fn run(root: &Path, cmd: &PmCommand) -> Result<Code> {
-    match cmd {
-        PmCommand::Import(a) => import(root, a),
+pub fn run(root: &Path, args: &PmArgs) -> Result<Code> {
+    match &args.command {
+        Some(PmCommand::Import(a)) => import(root, a),
+        Some(PmCommand::Init(a)) => super::pm_init::init(root, a),
+        Some(PmCommand::Agent(_)) | None => bail!("not built yet"),
     }
 }
 
