@@ -215,6 +215,7 @@ fn label(scope: &Scope) -> String {
             UnitKey::PlanTask { id, .. } => format!("task {id}"),
             UnitKey::TeamTask(n) => format!("task {n}"),
             UnitKey::Bmad(s) => format!("skill {s}"),
+            UnitKey::Issue(n) => format!("issue #{n}"),
         },
         Scope::Agent { unit: None, agent } => agent.clone(),
     }

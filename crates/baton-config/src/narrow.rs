@@ -60,6 +60,7 @@ pub fn narrow(raw: &mut RawConfig) -> Vec<String> {
         );
     }
     bmad(raw, &mut ignored);
+    pipeline(raw, &mut ignored);
     crate::cli::narrow(raw, &mut ignored);
     ignored
 }
@@ -84,6 +85,24 @@ fn bmad(raw: &mut RawConfig, ignored: &mut Vec<String>) {
         if v.take().is_some() {
             ignored.push(format!("[bmad] {name}: only a trusted project may set it"));
         }
+    }
+}
+
+/// An untrusted project may run fewer issues at once and escalate sooner, never more or later,
+/// and may not pick the agents that run the roles.
+fn pipeline(raw: &mut RawConfig, ignored: &mut Vec<String>) {
+    let p = &mut raw.pipeline;
+    if p.agents.take().is_some() {
+        ignored.push("[pipeline] agents: only a trusted project may choose them".to_owned());
+    }
+    if p.max_implementing.is_some_and(|n| n > 2) {
+        p.max_implementing = None;
+        ignored
+            .push("[pipeline] max_implementing: an untrusted project may not raise it".to_owned());
+    }
+    if p.round_trips.is_some_and(|n| n > 3) {
+        p.round_trips = None;
+        ignored.push("[pipeline] round_trips: an untrusted project may not raise it".to_owned());
     }
 }
 

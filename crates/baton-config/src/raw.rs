@@ -60,6 +60,42 @@ pub struct RawConfig {
     /// `[cli.NAME]`: coding-agent CLIs (docs/cli-workers.md).
     #[serde(default)]
     pub cli: RawCli,
+    /// `[pipeline]`: the GitHub pipeline (docs/github.md).
+    #[serde(default)]
+    pub pipeline: RawPipeline,
+}
+
+/// `[pipeline]`: the GitHub pipeline run by `baton pm` (docs/github.md). Every key has the
+/// pipeline protocol's value as its default.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPipeline {
+    /// The product owner's GitHub handle, without `@` (default: the repository's owner).
+    pub owner: Option<String>,
+    /// The role that refines stories (default `business-analyst`; its label `agent/<role>`).
+    pub analyst: Option<String>,
+    /// The role that designs (default `architect`).
+    pub architect: Option<String>,
+    /// The role that implements (default `backend`).
+    pub implementer: Option<String>,
+    /// The role that reviews pull requests (default `reviewer`).
+    pub reviewer: Option<String>,
+    /// The baton agent each role runs (defaults: business-analyst → analyst, architect →
+    /// architect, reviewer → reviewer, any other role → developer).
+    pub agents: Option<BTreeMap<String, String>>,
+    /// Issues implementing at once: the number of implementation seats (default 2).
+    pub max_implementing: Option<u32>,
+    /// Round trips without a phase change before the owner is asked (default 3).
+    pub round_trips: Option<u32>,
+    /// Hours an assigned agent may stay silent before it is pinged (default 24).
+    pub silence_hours: Option<u64>,
+    /// Hours an issue may await the owner before the owner is reminded (default 48).
+    pub remind_hours: Option<u64>,
+    /// How the PM's published pull requests merge: `merge`, `squash` or `rebase` (default
+    /// `squash`).
+    pub merge_method: Option<String>,
+    /// The label that brings a new issue into the pipeline (default: every open issue is in it).
+    pub intake_label: Option<String>,
 }
 
 /// `[tdd]`: the test-first guard (docs/tdd.md).

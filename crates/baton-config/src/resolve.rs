@@ -71,6 +71,8 @@ pub struct Config {
     pub memory: crate::raw::RawMemory,
     /// `[bmad]` as written, after the trust rules.
     pub bmad: crate::raw::RawBmad,
+    /// `[pipeline]` as written, after the trust rules.
+    pub pipeline: crate::raw::RawPipeline,
     /// Coding-agent CLIs (`[cli.*]`).
     pub cli: BTreeMap<Cli, CliSettings>,
     /// Models by role (`[agents.roles]`).
@@ -161,6 +163,7 @@ impl Config {
             rules_enabled: raw.rules.enabled.unwrap_or(true),
             memory: raw.memory,
             bmad: raw.bmad,
+            pipeline: raw.pipeline,
             cli: crate::cli::resolve(root, &raw.cli),
             role_models: raw.agents.roles.clone(),
             trusted: true,

@@ -11,8 +11,8 @@
 
 use crate::model::PermissionAnswer;
 use crate::{
-    CheckRun, Comment, Forge, ForgeError, ForgeFuture, Issue, Label, MergeMethod, NewIssue,
-    NewLabel, NewPull, Permission, PullRequest, PullUpdate, Review,
+    CheckRun, Comment, Forge, ForgeError, ForgeFuture, GitCommit, GitRef, Issue, Label,
+    MergeMethod, NewIssue, NewLabel, NewPull, Permission, PullRequest, PullUpdate, Review,
 };
 use jiff::{SignedDuration, Timestamp};
 use reqwest::Method;
@@ -122,6 +122,7 @@ pub struct GitHub {
     policy: Policy,
     etags: Mutex<EtagCache>,
     blocked_until: Mutex<Option<Timestamp>>,
+    server_time: Mutex<Option<Timestamp>>,
 }
 
 impl std::fmt::Debug for GitHub {
@@ -315,7 +316,22 @@ impl GitHub {
             policy: Policy::default(),
             etags: Mutex::new(EtagCache::default()),
             blocked_until: Mutex::new(None),
+            server_time: Mutex::new(None),
         })
+    }
+
+    /// Remembers the time GitHub's last answer was sent (its `date` header).
+    fn note_date(&self, headers: &HeaderMap) {
+        let Some(date) = headers.get(header::DATE).and_then(|v| v.to_str().ok()) else {
+            return;
+        };
+        let Ok(at) = jiff::fmt::rfc2822::parse(&date.replace("GMT", "+0000")) else {
+            return;
+        };
+        *self
+            .server_time
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(at.timestamp());
     }
 
     /// Replaces the retry and wait policy.
@@ -461,6 +477,7 @@ impl GitHub {
                 }
             };
             self.note_limit(&headers);
+            self.note_date(&headers);
             match status {
                 304 if is_get => {
                     return match cached {
@@ -878,88 +895,81 @@ impl Forge for GitHub {
             ))
         })
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn next_link_is_read_among_others() {
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            header::LINK,
-            HeaderValue::from_static(
-                "<https://api.github.com/repositories/1/issues?page=3>; rel=\"next\", \
-                 <https://api.github.com/repositories/1/issues?page=9>; rel=\"last\"",
-            ),
-        );
-        assert_eq!(
-            next_link(&headers).as_deref(),
-            Some("https://api.github.com/repositories/1/issues?page=3")
-        );
-        headers.insert(
-            header::LINK,
-            HeaderValue::from_static("<https://api.github.com/x?page=1>; rel=\"prev\""),
-        );
-        assert_eq!(next_link(&headers), None);
+    fn server_time(&self) -> Option<Timestamp> {
+        *self
+            .server_time
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
-    #[test]
-    fn segments_are_percent_encoded() {
-        assert_eq!(enc("agent/backend"), "agent%2Fbackend");
-        assert_eq!(enc("me:feature x"), "me%3Afeature%20x");
-        assert_eq!(enc("a-b_c.d~"), "a-b_c.d~");
+    fn delete_comment(&self, comment_id: u64) -> ForgeFuture<'_, ()> {
+        Box::pin(async move {
+            let url = self.url(&format!("/issues/comments/{comment_id}"));
+            self.request("delete comment", Method::DELETE, &url, None)
+                .await
+                .map(|_| ())
+        })
     }
 
-    #[test]
-    fn rate_limits_are_read_from_headers_and_messages() {
-        let now = Timestamp::from_second(1_000).unwrap();
-        let mut headers = HeaderMap::new();
-        headers.insert("retry-after", HeaderValue::from_static("7"));
-        assert_eq!(
-            rate_limit_until(403, &headers, b"", now),
-            Some(Timestamp::from_second(1_007).unwrap())
-        );
-        let mut headers = HeaderMap::new();
-        headers.insert("x-ratelimit-remaining", HeaderValue::from_static("0"));
-        headers.insert("x-ratelimit-reset", HeaderValue::from_static("1500"));
-        assert_eq!(
-            rate_limit_until(403, &headers, b"", now),
-            Some(Timestamp::from_second(1_500).unwrap())
-        );
-        let secondary = br#"{"message":"You have exceeded a secondary rate limit."}"#;
-        assert_eq!(
-            rate_limit_until(403, &HeaderMap::new(), secondary, now),
-            Some(Timestamp::from_second(1_060).unwrap())
-        );
-        let denied = br#"{"message":"Resource not accessible by integration"}"#;
-        assert_eq!(rate_limit_until(403, &HeaderMap::new(), denied, now), None);
+    fn get_ref<'a>(&'a self, name: &'a str) -> ForgeFuture<'a, GitRef> {
+        Box::pin(async move {
+            let url = self.url(&format!("/git/ref/{}", enc(name)));
+            self.get("get reference", &url).await
+        })
     }
 
-    #[test]
-    fn the_etag_cache_drops_its_oldest_entry() {
-        let mut cache = EtagCache::default();
-        let answer = |body: &[u8]| Cached {
-            etag: HeaderValue::from_static("\"a\""),
-            link: None,
-            body: body.to_vec(),
-        };
-        cache.put(2, "u1", answer(b"1"));
-        cache.put(2, "u2", answer(b"2"));
-        cache.put(2, "u3", answer(b"3"));
-        assert!(cache.get("u1").is_none());
-        assert_eq!(cache.get("u3").map(|c| c.body), Some(b"3".to_vec()));
+    fn matching_refs<'a>(&'a self, prefix: &'a str) -> ForgeFuture<'a, Vec<GitRef>> {
+        Box::pin(async move {
+            let url = self.url(&format!("/git/matching-refs/{}", enc(prefix)));
+            self.get("list references", &url).await
+        })
     }
 
-    #[test]
-    fn graphql_sits_next_to_the_rest_base() {
-        let token = || Token::new("t");
-        let cloud = GitHub::new("https://api.github.com/", "o", "r", token()).unwrap();
-        assert_eq!(cloud.graphql, "https://api.github.com/graphql");
-        let ghes = GitHub::new("https://ghe.example/api/v3", "o", "r", token()).unwrap();
-        assert_eq!(ghes.graphql, "https://ghe.example/api/graphql");
-        assert!(GitHub::new("ftp://x", "o", "r", token()).is_err());
-        assert!(GitHub::new("https://x", "o/x", "r", token()).is_err());
+    fn create_ref<'a>(&'a self, name: &'a str, sha: &'a str) -> ForgeFuture<'a, GitRef> {
+        Box::pin(async move {
+            let body = json!({ "ref": name, "sha": sha });
+            self.send(
+                "create reference",
+                Method::POST,
+                &self.url("/git/refs"),
+                &body,
+            )
+            .await
+        })
+    }
+
+    fn delete_ref<'a>(&'a self, name: &'a str) -> ForgeFuture<'a, ()> {
+        Box::pin(async move {
+            let url = self.url(&format!("/git/refs/{}", enc(name)));
+            self.request("delete reference", Method::DELETE, &url, None)
+                .await
+                .map(|_| ())
+        })
+    }
+
+    fn create_commit<'a>(
+        &'a self,
+        message: &'a str,
+        tree: &'a str,
+        parents: &'a [String],
+    ) -> ForgeFuture<'a, GitCommit> {
+        Box::pin(async move {
+            let body = json!({ "message": message, "tree": tree, "parents": parents });
+            self.send(
+                "create commit",
+                Method::POST,
+                &self.url("/git/commits"),
+                &body,
+            )
+            .await
+        })
+    }
+
+    fn get_commit<'a>(&'a self, sha: &'a str) -> ForgeFuture<'a, GitCommit> {
+        Box::pin(async move {
+            let url = self.url(&format!("/git/commits/{}", enc(sha)));
+            self.get("get commit", &url).await
+        })
     }
 }

@@ -23,8 +23,9 @@ use std::pin::Pin;
 pub use client::{GitHub, Policy, Token};
 pub use error::ForgeError;
 pub use model::{
-    AutoMerge, Branch, CheckRun, Comment, Issue, Label, MergeMethod, NewIssue, NewLabel, NewPull,
-    Permission, PullMarker, PullRequest, PullUpdate, Review, User,
+    AutoMerge, Branch, CheckRun, Comment, GitCommit, GitObject, GitPerson, GitRef, Issue, Label,
+    MergeMethod, NewIssue, NewLabel, NewPull, Permission, PullMarker, PullRequest, PullUpdate,
+    Review, User,
 };
 
 /// What a [`Forge`] call returns: a boxed future, so the trait can be used as `dyn Forge`.
@@ -86,4 +87,30 @@ pub trait Forge: Send + Sync {
     fn list_check_runs<'a>(&'a self, git_ref: &'a str) -> ForgeFuture<'a, Vec<CheckRun>>;
     /// A user's permission on the repository.
     fn collaborator_permission<'a>(&'a self, user: &'a str) -> ForgeFuture<'a, Permission>;
+    /// The time on GitHub's clock when it last answered (its `date` header): the pipeline's
+    /// "now", so timestamps and the clock they are compared with come from one place.
+    fn server_time(&self) -> Option<jiff::Timestamp> {
+        None
+    }
+    /// Deletes a comment ([`ForgeError::NotFound`] when it is already gone).
+    fn delete_comment(&self, comment_id: u64) -> ForgeFuture<'_, ()>;
+    /// One reference, by its name without `refs/` (`heads/main`).
+    fn get_ref<'a>(&'a self, name: &'a str) -> ForgeFuture<'a, GitRef>;
+    /// Every reference whose name (without `refs/`) starts with `prefix` (`baton/seats/`).
+    fn matching_refs<'a>(&'a self, prefix: &'a str) -> ForgeFuture<'a, Vec<GitRef>>;
+    /// Creates a reference (a full name, `refs/baton/seats/1`). It is a compare-and-swap: when
+    /// the reference exists GitHub refuses with 422 ([`ForgeError::Rejected`]) and nothing
+    /// changes, so of two callers exactly one gets it.
+    fn create_ref<'a>(&'a self, name: &'a str, sha: &'a str) -> ForgeFuture<'a, GitRef>;
+    /// Deletes a reference, by its name without `refs/`.
+    fn delete_ref<'a>(&'a self, name: &'a str) -> ForgeFuture<'a, ()>;
+    /// Writes a commit object (no branch moves).
+    fn create_commit<'a>(
+        &'a self,
+        message: &'a str,
+        tree: &'a str,
+        parents: &'a [String],
+    ) -> ForgeFuture<'a, GitCommit>;
+    /// Reads a commit object.
+    fn get_commit<'a>(&'a self, sha: &'a str) -> ForgeFuture<'a, GitCommit>;
 }

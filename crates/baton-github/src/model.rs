@@ -351,6 +351,44 @@ pub struct PullUpdate {
     pub base: Option<String>,
 }
 
+/// A git reference (`refs/baton/seats/1`) and the object it points at.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct GitRef {
+    /// Its full name.
+    #[serde(rename = "ref")]
+    pub name: String,
+    /// What it points at.
+    pub object: GitObject,
+}
+
+/// The object a reference points at.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct GitObject {
+    /// Its sha.
+    pub sha: String,
+}
+
+/// A commit, as the git database API reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct GitCommit {
+    /// Its sha.
+    pub sha: String,
+    /// Its message.
+    pub message: String,
+    /// Its tree.
+    pub tree: GitObject,
+    /// Its author (the date is when it was written).
+    pub author: GitPerson,
+}
+
+/// A commit's author or committer.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct GitPerson {
+    /// When.
+    #[serde(deserialize_with = "timestamp")]
+    pub date: Timestamp,
+}
+
 /// How auto-merge merges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MergeMethod {

@@ -56,6 +56,9 @@ pub enum Failure {
     /// The request is carried out, then answered with this status (a write whose outcome the
     /// client cannot know).
     AppliedThen(u16),
+    /// The request is carried out and recorded, and the answer never comes (the moment to
+    /// kill a client between a write and what it does next).
+    AppliedThenHang,
 }
 
 /// A request the fake received, with its answer.
@@ -210,6 +213,20 @@ struct State {
     served: u64,
     spent_until: Option<i64>,
     protection: Option<Protection>,
+    /// Git references by full name (`refs/heads/main`, `refs/baton/seats/1`) → sha.
+    refs: BTreeMap<String, String>,
+    /// Commit objects written through the git database API (and the seeded base), by sha.
+    commits: BTreeMap<String, CommitRec>,
+    /// A bare repository whose branches are this repository's branches.
+    git: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Clone)]
+struct CommitRec {
+    message: String,
+    tree: String,
+    parents: Vec<String>,
+    date: Timestamp,
 }
 
 /// The fake GitHub; stops serving when dropped.
@@ -335,6 +352,14 @@ impl Reply {
         Reply::error(404, "Not Found")
     }
 
+    fn no_content() -> Reply {
+        Reply {
+            status: 204,
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
     fn invalid(resource: &str, field: &str, code: &str, message: Option<&str>) -> Reply {
         let mut error = json!({ "resource": resource, "field": field, "code": code });
         if let Some(message) = message {
@@ -360,6 +385,98 @@ impl Reply {
 impl State {
     fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
         state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn git_ref(&self, name: &str, sha: &str) -> Value {
+        json!({
+            "ref": name,
+            "node_id": format!("REF_{}", &sha_of(name)[..12]),
+            "url": format!("{}/git/{name}", self.repo_api()),
+            "object": {
+                "type": "commit",
+                "sha": sha,
+                "url": format!("{}/git/commits/{sha}", self.repo_api()),
+            },
+        })
+    }
+
+    fn git_commit(&self, sha: &str, c: &CommitRec) -> Value {
+        let person = json!({
+            "name": self.viewer,
+            "email": format!("{}@users.noreply.github.com", self.viewer),
+            "date": c.date.to_string(),
+        });
+        json!({
+            "sha": sha,
+            "node_id": format!("C_{}", &sha[..12.min(sha.len())]),
+            "url": format!("{}/git/commits/{sha}", self.repo_api()),
+            "html_url": format!("{}/commit/{sha}", self.repo_html()),
+            "author": person,
+            "committer": person,
+            "tree": { "sha": c.tree, "url": format!("{}/git/trees/{}", self.repo_api(), c.tree) },
+            "message": c.message,
+            "parents": c.parents.iter().map(|p| json!({
+                "sha": p,
+                "url": format!("{}/git/commits/{p}", self.repo_api()),
+                "html_url": format!("{}/commit/{p}", self.repo_html()),
+            })).collect::<Vec<_>>(),
+            "verification": {
+                "verified": false, "reason": "unsigned", "signature": null, "payload": null,
+                "verified_at": null,
+            },
+        })
+    }
+
+    /// Reads the attached bare repository's branches into the references, and moves each
+    /// pull request's head to its branch (as GitHub does on a push).
+    fn sync_git(&mut self) {
+        let Some(dir) = self.git.clone() else {
+            return;
+        };
+        let Ok(out) = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&dir)
+            .args([
+                "for-each-ref",
+                "--format=%(refname) %(objectname) %(tree)",
+                "refs/heads/",
+            ])
+            .output()
+        else {
+            return;
+        };
+        self.refs.retain(|n, _| !n.starts_with("refs/heads/"));
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let mut parts = line.split(' ');
+            let (Some(name), Some(sha), Some(tree)) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            self.refs.insert(name.to_owned(), sha.to_owned());
+            let now = self.now;
+            self.commits.entry(sha.to_owned()).or_insert(CommitRec {
+                message: String::new(),
+                tree: tree.to_owned(),
+                parents: Vec::new(),
+                date: now,
+            });
+        }
+        let heads: Vec<(u64, String)> = self
+            .pulls
+            .values()
+            .filter(|p| p.merged_at.is_none())
+            .filter_map(|p| {
+                self.refs
+                    .get(&format!("refs/heads/{}", p.head))
+                    .filter(|sha| **sha != p.head_sha)
+                    .map(|sha| (p.number, sha.clone()))
+            })
+            .collect();
+        for (n, sha) in heads {
+            if let Some(p) = self.pulls.get_mut(&n) {
+                p.head_sha = sha;
+            }
+        }
     }
 
     fn tick(&mut self) -> Timestamp {
@@ -956,6 +1073,61 @@ fn route(
             "/repos/{owner}/{repo}/issues/comments/{comment_id}",
             edit_comment(st, num(id), body),
         ),
+        ("DELETE", ["issues", "comments", id]) => (
+            "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+            match st.comments.iter().position(|c| Some(c.id) == num(id)) {
+                Some(at) => {
+                    st.tick();
+                    let c = st.comments.remove(at);
+                    st.touch(c.issue);
+                    Reply::no_content()
+                }
+                None => Reply::not_found(),
+            },
+        ),
+        ("GET", ["git", "ref", name]) => (
+            "/repos/{owner}/{repo}/git/ref/{ref}",
+            match st.refs.get(&format!("refs/{name}")) {
+                Some(sha) => Reply::json(200, st.git_ref(&format!("refs/{name}"), sha)),
+                None => Reply::not_found(),
+            },
+        ),
+        ("GET", ["git", "matching-refs", prefix]) => {
+            ("/repos/{owner}/{repo}/git/matching-refs/{ref}", {
+                let prefix = format!("refs/{prefix}");
+                let items = st
+                    .refs
+                    .iter()
+                    .filter(|(n, _)| n.starts_with(&prefix))
+                    .map(|(n, sha)| st.git_ref(n, sha))
+                    .collect();
+                Reply::json(200, Value::Array(items))
+            })
+        }
+        ("POST", ["git", "refs"]) => ("/repos/{owner}/{repo}/git/refs", create_ref(st, body)),
+        ("DELETE", ["git", "refs", name]) => ("/repos/{owner}/{repo}/git/refs/{ref}", {
+            let full = format!("refs/{name}");
+            if full.starts_with("refs/heads/") && st.git.is_some() {
+                Reply::error(
+                    422,
+                    "the fake serves branches from its git repository: push to delete",
+                )
+            } else if st.refs.remove(&full).is_some() {
+                Reply::no_content()
+            } else {
+                Reply::error(422, "Reference does not exist")
+            }
+        }),
+        ("POST", ["git", "commits"]) => {
+            ("/repos/{owner}/{repo}/git/commits", create_commit(st, body))
+        }
+        ("GET", ["git", "commits", sha]) => (
+            "/repos/{owner}/{repo}/git/commits/{commit_sha}",
+            match st.commits.get(*sha) {
+                Some(c) => Reply::json(200, st.git_commit(sha, c)),
+                None => Reply::not_found(),
+            },
+        ),
         ("GET", ["issues", n]) => (
             "/repos/{owner}/{repo}/issues/{issue_number}",
             match num(n).filter(|n| st.issues.contains_key(n)) {
@@ -1197,6 +1369,66 @@ fn add_labels(st: &mut State, issue: Option<u64>, body: Option<&Value>) -> Reply
     Reply::json(200, Value::Array(labels))
 }
 
+fn create_ref(st: &mut State, body: Option<&Value>) -> Reply {
+    let (Some(name), Some(sha)) = (body_str(body, "ref"), body_str(body, "sha")) else {
+        return Reply::invalid("Reference", "ref", "missing_field", None);
+    };
+    if !name.starts_with("refs/") || name.matches('/').count() < 2 {
+        return Reply::error(422, "Reference name is invalid");
+    }
+    if name.starts_with("refs/heads/") && st.git.is_some() {
+        return Reply::error(
+            422,
+            "the fake serves branches from its git repository: push them",
+        );
+    }
+    if st.refs.contains_key(name) {
+        return Reply::error(422, "Reference already exists");
+    }
+    if !st.commits.contains_key(sha) && !st.refs.values().any(|s| s == sha) {
+        return Reply::error(422, "Object does not exist");
+    }
+    st.tick();
+    st.refs.insert(name.to_owned(), sha.to_owned());
+    let v = st.git_ref(name, sha);
+    Reply::json(201, v).header("location", format!("{}/git/{}", st.repo_api(), name))
+}
+
+fn create_commit(st: &mut State, body: Option<&Value>) -> Reply {
+    let (Some(message), Some(tree)) = (body_str(body, "message"), body_str(body, "tree")) else {
+        return Reply::invalid("Commit", "message", "missing_field", None);
+    };
+    let known_tree = st.commits.values().any(|c| c.tree == tree);
+    if !known_tree {
+        return Reply::error(422, "Tree SHA does not exist");
+    }
+    let parents: Vec<String> = body
+        .and_then(|b| b.get("parents"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let date = st.tick();
+    let sha = sha_of(&format!(
+        "{message}\n{tree}\n{parents:?}\n{date}\n{}",
+        st.next_id
+    ));
+    st.id();
+    let rec = CommitRec {
+        message: message.to_owned(),
+        tree: tree.to_owned(),
+        parents,
+        date,
+    };
+    let v = st.git_commit(&sha, &rec);
+    st.commits.insert(sha.clone(), rec);
+    Reply::json(201, v).header("location", format!("{}/git/commits/{sha}", st.repo_api()))
+}
+
 fn remove_label(st: &mut State, issue: Option<u64>, name: &str) -> Reply {
     let Some(issue) = issue.filter(|n| st.issues.contains_key(n)) else {
         return Reply::not_found();
@@ -1295,6 +1527,13 @@ fn create_pull(st: &mut State, body: Option<&Value>) -> Reply {
         let message = format!("A pull request already exists for {}:{head}.", st.owner);
         return Reply::invalid("PullRequest", "head", "custom", Some(&message));
     }
+    let head_sha = match &st.git {
+        Some(_) => match st.refs.get(&format!("refs/heads/{head}")) {
+            Some(sha) => sha.clone(),
+            None => return Reply::invalid("PullRequest", "head", "invalid", None),
+        },
+        None => sha_of(&head),
+    };
     let title = body_str(body, "title").unwrap_or(&head).to_owned();
     let text = body_str(body, "body").unwrap_or_default().to_owned();
     let draft = body
@@ -1309,7 +1548,7 @@ fn create_pull(st: &mut State, body: Option<&Value>) -> Reply {
         PullRec {
             number,
             id,
-            head_sha: sha_of(&head),
+            head_sha,
             head,
             base,
             draft,
@@ -1463,6 +1702,7 @@ fn failure_reply(failure: &Failure) -> Reply {
         Failure::Status(status) | Failure::AppliedThen(status) => {
             Reply::error(*status, "Server Error")
         }
+        Failure::AppliedThenHang => Reply::error(504, "Gateway Timeout"),
     }
 }
 
@@ -1481,6 +1721,21 @@ async fn handle(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Response {
+    let (response, hang) = answer(&state, &method, &uri, &headers, &bytes);
+    if hang {
+        std::future::pending::<()>().await;
+    }
+    response
+}
+
+/// Answers a request; `true`: the answer is to be held back forever.
+fn answer(
+    state: &Arc<Mutex<State>>,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    bytes: &Bytes,
+) -> (Response, bool) {
     let raw_path = uri.path().to_owned();
     let segments: Vec<String> = raw_path
         .split('/')
@@ -1517,6 +1772,8 @@ async fn handle(
     };
 
     let mut st = State::lock(&state);
+    st.sync_git();
+    let mut hang = false;
     let authorized = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
@@ -1533,6 +1790,11 @@ async fn handle(
             Some(Failure::AppliedThen(status)) => {
                 let (t, _) = route(&mut st, &method, &segments, &path, &query, body.as_ref());
                 (t, failure_reply(&Failure::AppliedThen(status)))
+            }
+            Some(Failure::AppliedThenHang) => {
+                let (t, r) = route(&mut st, &method, &segments, &path, &query, body.as_ref());
+                hang = true;
+                (t, r)
             }
             Some(failure) => (probe, failure_reply(&failure)),
             None => route(&mut st, &method, &segments, &path, &query, body.as_ref()),
@@ -1595,6 +1857,13 @@ async fn handle(
     reply
         .headers
         .push(("x-github-api-version-selected".into(), "2022-11-28".into()));
+    // The fake's own clock, as GitHub's `date` header carries GitHub's.
+    reply.headers.push((
+        "date".into(),
+        jiff::fmt::rfc2822::to_string(&st.now.to_zoned(jiff::tz::TimeZone::UTC))
+            .map(|d| d.replace("+0000", "GMT"))
+            .unwrap_or_default(),
+    ));
     st.calls.push(RecordedCall {
         method: method.as_str().to_owned(),
         path,
@@ -1630,7 +1899,7 @@ async fn handle(
             h.append(name, value);
         }
     }
-    response
+    (response, hang)
 }
 
 /// The template a request would hit, without answering it (for failure rules).
@@ -1668,6 +1937,9 @@ impl State {
             served: 0,
             spent_until: None,
             protection: None,
+            refs: BTreeMap::new(),
+            commits: BTreeMap::new(),
+            git: None,
         }
     }
 
@@ -1696,6 +1968,19 @@ impl FakeGitHub {
         };
         let mut state = State::new(owner, repo);
         state.base = format!("http://{addr}");
+        let base = sha_of("refs/heads/main");
+        let tree = sha_of("tree of main");
+        let at = state.now;
+        state.refs.insert("refs/heads/main".into(), base.clone());
+        state.commits.insert(
+            base,
+            CommitRec {
+                message: "Initial commit".into(),
+                tree,
+                parents: Vec::new(),
+                date: at,
+            },
+        );
         let state = Arc::new(Mutex::new(state));
         let app = Router::new()
             .fallback(handle)
@@ -1826,6 +2111,25 @@ impl FakeGitHub {
         }
         st.touch(pull);
         st.settle();
+    }
+
+    /// Serves the branches of the bare repository at `dir` (pushed to with real git) as this
+    /// repository's: `refs/heads/*` are read from it before every request, a pull request's
+    /// head follows its branch, and one cannot be opened for a branch that does not exist.
+    pub fn attach_git(&self, dir: &std::path::Path) {
+        let mut st = self.st();
+        st.git = Some(dir.to_path_buf());
+        st.sync_git();
+    }
+
+    /// Every git reference, by full name, and the sha it points at.
+    pub fn refs(&self) -> BTreeMap<String, String> {
+        self.st().refs.clone()
+    }
+
+    /// A commit object's message.
+    pub fn commit_message(&self, sha: &str) -> Option<String> {
+        self.st().commits.get(sha).map(|c| c.message.clone())
     }
 
     /// A pull request's head sha.

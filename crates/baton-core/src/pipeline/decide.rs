@@ -139,6 +139,18 @@ pub struct Roles {
     pub reviewer: String,
 }
 
+impl Roles {
+    /// Every role, analyst first.
+    pub fn all(&self) -> Vec<String> {
+        vec![
+            self.analyst.clone(),
+            self.architect.clone(),
+            self.implementer.clone(),
+            self.reviewer.clone(),
+        ]
+    }
+}
+
 impl Default for Roles {
     fn default() -> Roles {
         Roles {

@@ -52,6 +52,12 @@ pub struct State {
     /// When the owner was last reminded.
     #[serde(default)]
     pub last_reminder: Option<Secs>,
+    /// The newest comment already acted on (later ones are new to the next pass).
+    #[serde(default)]
+    pub seen: u64,
+    /// The pull request head the reviewer approved, if it did.
+    #[serde(default)]
+    pub approved_head: Option<String>,
     /// What happened, oldest first.
     #[serde(default)]
     pub history: Vec<Step>,
@@ -68,6 +74,8 @@ impl State {
             round_trips: 0,
             awaiting: None,
             last_reminder: None,
+            seen: 0,
+            approved_head: None,
             history: Vec::new(),
         }
     }

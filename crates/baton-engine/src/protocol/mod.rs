@@ -39,6 +39,8 @@ pub enum UnitKey {
     TeamTask(usize),
     /// A session of a BMad skill run by `baton bmad` (`bmad-prd-1`).
     Bmad(String),
+    /// A GitHub issue of the pipeline (`baton pm`), by its number.
+    Issue(u64),
 }
 
 impl UnitKey {
@@ -52,6 +54,7 @@ impl UnitKey {
             UnitKey::Retrospective(_) => "retro".to_owned(),
             UnitKey::TeamTask(_) => "team".to_owned(),
             UnitKey::Bmad(_) => "bmad".to_owned(),
+            UnitKey::Issue(_) => "pm".to_owned(),
         }
     }
 
@@ -78,6 +81,7 @@ impl UnitKey {
             UnitKey::PlanStep(step) => format!("plan:{step}"),
             UnitKey::TeamTask(n) => format!("team:{n}"),
             UnitKey::Bmad(session) => format!("bmad:{session}"),
+            UnitKey::Issue(n) => format!("gh:#{n}"),
         }
     }
 }

@@ -36,6 +36,7 @@ fn unit() -> impl Strategy<Value = UnitKey> {
         text().prop_map(UnitKey::Retrospective),
         any::<usize>().prop_map(UnitKey::TeamTask),
         text().prop_map(UnitKey::Bmad),
+        any::<u64>().prop_map(UnitKey::Issue),
     ]
 }
 

@@ -41,6 +41,8 @@ pub enum RunKind {
     Team,
     /// `baton bmad`.
     Bmad,
+    /// `baton pm` (a pass, or a specialist's turn).
+    Pm,
 }
 
 impl RunKind {
@@ -52,6 +54,7 @@ impl RunKind {
             RunKind::Plan => "plan",
             RunKind::Team => "team",
             RunKind::Bmad => "bmad",
+            RunKind::Pm => "pm",
         }
     }
 }

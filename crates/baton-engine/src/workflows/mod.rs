@@ -4,6 +4,7 @@
 
 pub mod bmad;
 pub mod plan;
+pub mod pm;
 pub mod sdd;
 pub mod sprint;
 pub mod team;
