@@ -9,6 +9,7 @@
 //! (`_Agent: backend · Skills: … · Run: [#N](link)_`).
 
 pub mod decide;
+pub mod event;
 pub mod status_comment;
 
 use std::fmt;
