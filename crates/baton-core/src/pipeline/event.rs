@@ -463,6 +463,9 @@ fn walk<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 #[cfg(test)]
+mod examples;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
