@@ -10,6 +10,7 @@
 
 pub mod comments;
 pub mod decide;
+pub mod event;
 pub mod status_comment;
 
 use std::fmt;
