@@ -96,6 +96,11 @@ pub struct RawPipeline {
     pub merge_method: Option<String>,
     /// The label that brings a new issue into the pipeline (default: every open issue is in it).
     pub intake_label: Option<String>,
+    /// The account the token acts as, whose comments are the PM's and the agents' (default
+    /// `github-actions[bot]`, what `GITHUB_TOKEN` posts as in GitHub Actions).
+    pub login: Option<String>,
+    /// The branch pull requests merge into (default `main`).
+    pub base: Option<String>,
 }
 
 /// `[tdd]`: the test-first guard (docs/tdd.md).

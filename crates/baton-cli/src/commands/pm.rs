@@ -8,13 +8,22 @@
 //! repeats a POST. The token comes from the environment (`GITHUB_TOKEN`), is sent only to the
 //! API, and is never printed.
 
-use crate::cli::{PmArgs, PmCommand, PmImportArgs};
+use crate::cli::{PmAgentArgs, PmArgs, PmCommand, PmImportArgs, PmPassArgs};
 use crate::commands::Code;
+use crate::render;
 use anyhow::{Context, Result, bail};
 use baton_core::key::KeyKind;
 use baton_core::pipeline::Phase;
-use baton_github::{Forge, GitHub, NewIssue, NewLabel, Token};
+use baton_core::pipeline::decide::{Limits, Roles};
+use baton_core::pipeline::event::{self, Scope};
+use baton_engine::run::{JournalHandle, RunKind, RunSpec};
+use baton_engine::workflows::pm::turn::{PmTurn, TurnReport};
+use baton_engine::workflows::pm::{PassReport, Pipeline, PmPass};
+use baton_github::{Forge, GitHub, MergeMethod, NewIssue, NewLabel, Token};
+use baton_store::journal::SqliteJournal;
+use std::io::Write as _;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 /// The environment variable holding the token.
 pub const TOKEN_ENV: &str = "GITHUB_TOKEN";
@@ -28,8 +37,302 @@ pub fn run(root: &Path, args: &PmArgs) -> Result<Code> {
     match &args.command {
         Some(PmCommand::Import(a)) => import(root, a),
         Some(PmCommand::Init(a)) => super::pm_init::init(root, a),
-        Some(PmCommand::Agent(_)) | None => bail!("not built yet"),
+        Some(PmCommand::Agent(a)) => agent(root, a),
+        None => pass(root, &args.pass),
     }
+}
+
+/// The repository `OWNER/NAME` the arguments or the environment name.
+fn repo_name(repo: Option<&str>) -> Result<String> {
+    match repo {
+        Some(r) => Ok(r.to_owned()),
+        None => std::env::var(REPOSITORY_ENV).map_err(|_| {
+            anyhow::anyhow!("no repository: give `--repo OWNER/NAME` or set {REPOSITORY_ENV}")
+        }),
+    }
+}
+
+/// The pipeline's settings: `[pipeline]`, the protocol's defaults, the Actions run's link.
+fn pipeline(cfg: &crate::config::Config, repo: &str) -> Result<Pipeline> {
+    let raw = &cfg.pipeline;
+    let d = Roles::default();
+    let roles = Roles {
+        analyst: raw.analyst.clone().unwrap_or(d.analyst),
+        architect: raw.architect.clone().unwrap_or(d.architect),
+        implementer: raw.implementer.clone().unwrap_or(d.implementer),
+        reviewer: raw.reviewer.clone().unwrap_or(d.reviewer),
+    };
+    for r in roles.all() {
+        if r.is_empty()
+            || !r
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            bail!(
+                "baton.toml: [pipeline] role `{r}` must be letters, digits, `-` or `_` (it names the label `agent/{r}`)"
+            );
+        }
+    }
+    let dl = Limits::default();
+    let limits = Limits {
+        round_trips: raw.round_trips.unwrap_or(dl.round_trips).max(1),
+        silence: raw.silence_hours.map_or(dl.silence, |h| h as i64 * 3600),
+        remind_after: raw
+            .remind_hours
+            .map_or(dl.remind_after, |h| h as i64 * 3600),
+    };
+    let merge = match raw.merge_method.as_deref().unwrap_or("squash") {
+        "merge" => MergeMethod::Merge,
+        "squash" => MergeMethod::Squash,
+        "rebase" => MergeMethod::Rebase,
+        other => {
+            bail!("baton.toml: [pipeline] merge_method `{other}`: use merge, squash or rebase")
+        }
+    };
+    let seats = raw.max_implementing.unwrap_or(2);
+    if seats == 0 {
+        bail!("baton.toml: [pipeline] max_implementing must be at least 1");
+    }
+    let owner = match &raw.owner {
+        Some(o) => o.trim_start_matches('@').to_owned(),
+        None => repo.split_once('/').map_or(repo, |(o, _)| o).to_owned(),
+    };
+    let run_link = match (
+        std::env::var("GITHUB_SERVER_URL"),
+        std::env::var("GITHUB_RUN_ID"),
+    ) {
+        (Ok(server), Ok(id)) => Some((id.clone(), format!("{server}/{repo}/actions/runs/{id}"))),
+        _ => None,
+    };
+    Ok(Pipeline {
+        roles,
+        limits,
+        seats,
+        owner,
+        login: raw
+            .login
+            .clone()
+            .unwrap_or_else(|| "github-actions[bot]".to_owned()),
+        merge,
+        intake_label: raw.intake_label.clone(),
+        base: raw.base.clone().unwrap_or_else(|| "main".to_owned()),
+        agents: raw.agents.clone().unwrap_or_default(),
+        run_link,
+    })
+}
+
+/// The issues the triggering event (GitHub Actions' `GITHUB_EVENT_NAME`/`GITHUB_EVENT_PATH`)
+/// names; `Ok(None)` for a sweep; `Err` with the reason to do nothing.
+fn event_scope() -> Result<std::result::Result<(Option<Vec<u64>>, Vec<u64>), String>> {
+    let (Ok(name), Ok(path)) = (
+        std::env::var("GITHUB_EVENT_NAME"),
+        std::env::var("GITHUB_EVENT_PATH"),
+    ) else {
+        return Ok(Ok((None, Vec::new())));
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read the event payload {path} (GITHUB_EVENT_PATH)"))?;
+    let trigger =
+        event::scope(&name, &text).with_context(|| format!("the event payload {path}"))?;
+    Ok(match trigger.scope {
+        Scope::All => Ok((None, Vec::new())),
+        Scope::Issues(v) => Ok((Some(v), Vec::new())),
+        Scope::PullRequests(v) => Ok((None, v)),
+        Scope::Ignore(why) => Err(why),
+    })
+}
+
+fn journal_of(cfg: &crate::config::Config) -> Result<Arc<Mutex<SqliteJournal>>> {
+    std::fs::create_dir_all(&cfg.state_dir)
+        .with_context(|| format!("cannot create {}", cfg.state_dir.display()))?;
+    Ok(Arc::new(Mutex::new(SqliteJournal::open(
+        &cfg.journal_path(),
+    )?)))
+}
+
+fn spec(root: &Path, cfg: &crate::config::Config, kind: &str) -> Result<(RunSpec, String)> {
+    let journal = journal_of(cfg)?;
+    let run_id = super::team::run_id(kind);
+    let found = super::plumbing::discover_agents(root);
+    let setup = super::team::build_setup(
+        root,
+        cfg,
+        found.agents,
+        baton_agent::runner::Mode::Standard,
+        None,
+        &run_id,
+        super::team::sprint_ledger(cfg),
+        journal.clone(),
+        None,
+    )?;
+    Ok((
+        RunSpec {
+            id: run_id.clone(),
+            kind: RunKind::Pm,
+            setup: Arc::new(setup),
+            journal: JournalHandle::Own(journal),
+            escalations_log: cfg.state_dir.join("escalations.log"),
+            interactive: false,
+            event_log: super::plumbing::event_log(cfg),
+        },
+        run_id,
+    ))
+}
+
+/// Appends `text` to the job summary when running in GitHub Actions.
+fn job_summary(text: &str) {
+    let Ok(path) = std::env::var("GITHUB_STEP_SUMMARY") else {
+        return;
+    };
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+    {
+        let _ = f.write_all(baton_core::secrets::redact(text).as_bytes());
+    }
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn pass_summary(r: &PassReport) -> String {
+    let mut s =
+        String::from("## PM pass\n\n| Issue | Phase | Did | Waits on |\n|---|---|---|---|\n");
+    for i in &r.issues {
+        s.push_str(&format!(
+            "| #{} {} | {} → {} | {} | {} |\n",
+            i.number,
+            cell(&i.title),
+            i.from,
+            i.to,
+            cell(&i.did.join("; ")),
+            cell(i.waits.as_deref().unwrap_or(""))
+        ));
+    }
+    for n in &r.notes {
+        s.push_str(&format!("\n- {}", cell(n)));
+    }
+    if let Some(e) = &r.error {
+        s.push_str(&format!("\n\n**Stopped:** {}", cell(e)));
+    }
+    s.push('\n');
+    s
+}
+
+fn print_pass(r: &PassReport) {
+    for i in &r.issues {
+        let what = if i.did.is_empty() {
+            i.waits.clone().unwrap_or_else(|| "nothing to do".into())
+        } else {
+            i.did.join("; ")
+        };
+        println!("  #{:<5} {:<18} {}", i.number, i.to, what);
+    }
+    for n in &r.notes {
+        println!("  note: {n}");
+    }
+    println!("pass {}: {} issues looked at", r.run, r.issues.len());
+}
+
+fn pass(root: &Path, args: &PmPassArgs) -> Result<Code> {
+    let cfg = crate::project::config(root)?;
+    let repo = repo_name(args.repo.as_deref())?;
+    let p = pipeline(&cfg, &repo)?;
+    let (only, pulls) = match args.issue {
+        Some(n) => (Some(vec![n]), Vec::new()),
+        None => match event_scope()? {
+            Ok(s) => s,
+            Err(why) => {
+                println!("nothing to do: {why}");
+                return Ok(Code::Ok);
+            }
+        },
+    };
+    let forge: Arc<dyn Forge> = Arc::new(client(Some(&repo))?);
+    loop {
+        let (spec, _) = spec(root, &cfg, "pm")?;
+        let workflow = PmPass {
+            forge: forge.clone(),
+            pipeline: p.clone(),
+            only: only.clone(),
+            pulls: pulls.clone(),
+            dry_run: args.dry_run,
+        };
+        let report = render::run(spec, workflow, render::Style::Quiet)?;
+        job_summary(&pass_summary(&report));
+        if args.json {
+            println!(
+                "{}",
+                baton_core::secrets::redact(&serde_json::to_string_pretty(&report)?)
+            );
+        } else {
+            print_pass(&report);
+        }
+        if let Some(e) = &report.error {
+            eprintln!("error: {e}");
+            if !args.watch {
+                return Ok(Code::Error);
+            }
+        }
+        if !args.watch {
+            return Ok(Code::Ok);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(args.interval.max(1)));
+    }
+}
+
+fn agent(root: &Path, args: &PmAgentArgs) -> Result<Code> {
+    let cfg = crate::project::config(root)?;
+    let repo = repo_name(args.repo.as_deref())?;
+    let p = pipeline(&cfg, &repo)?;
+    let role = args
+        .role
+        .strip_prefix("agent/")
+        .unwrap_or(&args.role)
+        .to_owned();
+    let forge: Arc<dyn Forge> = Arc::new(client(Some(&repo))?);
+    let (spec, _) = spec(root, &cfg, "pm-agent")?;
+    let workflow = PmTurn {
+        forge,
+        pipeline: p,
+        issue: args.issue,
+        role,
+        remote: args.remote.clone(),
+        root: root.to_path_buf(),
+    };
+    let report: TurnReport = render::run(spec, workflow, render::Style::Quiet)?;
+    job_summary(&format!(
+        "## Agent run summary\n\n| Field | Value |\n|---|---|\n| Agent | {} |\n| Issue | #{} |\n| Outcome | {} |\n| Pull request | {} |\n| Actions taken | {} |\n",
+        cell(&report.role),
+        report.issue,
+        cell(report.error.as_deref().unwrap_or(&report.outcome)),
+        report.pull.map_or("none".to_owned(), |n| format!("#{n}")),
+        cell(report.summary.lines().next().unwrap_or(""))
+    ));
+    if args.json {
+        println!(
+            "{}",
+            baton_core::secrets::redact(&serde_json::to_string_pretty(&report)?)
+        );
+    } else if report.error.is_none() {
+        println!(
+            "#{} {}: {}{}{}",
+            report.issue,
+            report.role,
+            report.outcome,
+            if report.pushed { ", branch pushed" } else { "" },
+            report
+                .pull
+                .map_or(String::new(), |n| format!(", pull request #{n}"))
+        );
+    }
+    if let Some(e) = &report.error {
+        eprintln!("error: {e}");
+        return Ok(Code::Error);
+    }
+    Ok(Code::Ok)
 }
 
 /// The marker an imported story's issue carries.
@@ -48,12 +351,7 @@ fn phase_of(status: &str) -> Option<Phase> {
 
 /// The client for the repository the arguments or the environment name.
 fn client(repo: Option<&str>) -> Result<GitHub> {
-    let repo = match repo {
-        Some(r) => r.to_owned(),
-        None => std::env::var(REPOSITORY_ENV).map_err(|_| {
-            anyhow::anyhow!("no repository: give `--repo OWNER/NAME` or set {REPOSITORY_ENV}")
-        })?,
-    };
+    let repo = repo_name(repo)?;
     let Some((owner, name)) = repo.split_once('/') else {
         bail!("`{repo}` is not OWNER/NAME");
     };

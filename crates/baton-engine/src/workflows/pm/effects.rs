@@ -71,6 +71,23 @@ async fn base_tree(pass: &PmPass) -> Result<String, PmError> {
 /// One pass over the open issues.
 pub async fn pass(pass: &PmPass, run: &Arc<Run>, report: &mut PassReport) -> Result<(), PmError> {
     let forge = pass.forge.as_ref();
+    let mut only = pass.only.clone();
+    if !pass.pulls.is_empty() {
+        only.get_or_insert_with(Vec::new);
+    }
+    for n in &pass.pulls {
+        let pull = forge.get_pull(*n).await?;
+        match baton_core::pipeline::event::issue_of_branch(&pull.head.name) {
+            Some(issue) => only.get_or_insert_with(Vec::new).push(issue),
+            None => report.notes.push(format!(
+                "pull request #{n} is not on a pipeline branch (`{}`); nothing to do for it",
+                pull.head.name
+            )),
+        }
+    }
+    if only.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(());
+    }
     let open = forge.list_open_issues().await?;
     let now = forge
         .server_time()
@@ -88,7 +105,7 @@ pub async fn pass(pass: &PmPass, run: &Arc<Run>, report: &mut PassReport) -> Res
     let mut issues: Vec<&Issue> = open
         .iter()
         .filter(|i| in_pipeline(i))
-        .filter(|i| pass.only.as_ref().is_none_or(|o| o.contains(&i.number)))
+        .filter(|i| only.as_ref().is_none_or(|o| o.contains(&i.number)))
         .collect();
     issues.sort_by_key(|i| i.number);
     // Issues holding a seat that are gone (closed by hand) give it back.

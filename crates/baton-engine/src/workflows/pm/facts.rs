@@ -16,10 +16,7 @@ use baton_core::pipeline::{Phase, To, parse_header};
 use baton_github::{CheckRun, Comment, Forge, ForgeError, PullRequest};
 use std::collections::BTreeMap;
 
-/// The branch the pipeline works an issue on.
-pub fn branch_of(issue: u64) -> String {
-    format!("baton/issue-{issue}")
-}
+pub use baton_core::pipeline::event::branch_of_issue as branch_of;
 
 /// Who may route work, asked of GitHub once per author per pass.
 #[derive(Default)]
@@ -84,13 +81,21 @@ pub fn phase_of_labels(labels: &[String]) -> Option<Phase> {
     phases.next().is_none().then_some(first)
 }
 
-/// The state of a pull request's checks.
+/// The state of a pull request's checks: the newest run of each check counts (a re-run
+/// replaces the one before).
 pub fn ci_of(runs: &[CheckRun]) -> Ci {
     if runs.is_empty() {
         return Ci::Pending;
     }
-    let mut pending = false;
+    let mut newest: BTreeMap<&str, &CheckRun> = BTreeMap::new();
     for r in runs {
+        let e = newest.entry(r.name.as_str()).or_insert(r);
+        if r.id > e.id {
+            *e = r;
+        }
+    }
+    let mut pending = false;
+    for r in newest.values() {
         match (r.status.as_str(), r.conclusion.as_deref()) {
             ("completed", Some("success" | "neutral" | "skipped")) => {}
             ("completed", _) => return Ci::Red,

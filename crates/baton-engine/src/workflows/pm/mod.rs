@@ -151,6 +151,8 @@ pub struct PmPass {
     pub pipeline: Pipeline,
     /// Only these issues (from `--issue` or the triggering event); `None`: every open issue.
     pub only: Option<Vec<u64>>,
+    /// Also the issues of these pull requests (the triggering event named a pull request).
+    pub pulls: Vec<u64>,
     /// Decide and report, change nothing.
     pub dry_run: bool,
 }
@@ -167,9 +169,17 @@ impl Workflow for PmPass {
             run: run.id.clone(),
             ..PassReport::default()
         };
+        if let Err(e) = run.begin() {
+            report.error = Some(e.to_string());
+            return report;
+        }
         if let Err(e) = effects::pass(&self, &run, &mut report).await {
             report.error = Some(baton_core::secrets::redact(&e.to_string()).into_owned());
         }
+        let _ = match &report.error {
+            None => run.end("completed", &format!("{} issues", report.issues.len())),
+            Some(e) => run.end("failed", e),
+        };
         report
     }
 }

@@ -109,19 +109,31 @@ fn task(
     thread: &str,
     branch: &str,
 ) -> String {
+    let dir = format!("docs/issues/issue-{}", issue.number);
     let what = if role == p.roles.analyst {
-        "Refine this issue into a story: who wants what and why, and numbered, testable \
-         acceptance criteria. Write them in your answer."
+        format!(
+            "Refine this issue into a story: who wants what and why, and numbered, testable \
+             acceptance criteria. Write the story to `{dir}/story.md`, then summarise it in your \
+             answer."
+        )
     } else if role == p.roles.architect {
-        "Plan the technical approach for this issue: the components touched, the data, the \
-         interfaces, and the decisions with their reasons. Write the plan in your answer."
+        format!(
+            "Plan the technical approach for this issue: the components touched, the data, the \
+             interfaces, and the decisions with their reasons. Write the plan to \
+             `{dir}/design.md` (the story, when there is one, is `{dir}/story.md`), then \
+             summarise it in your answer."
+        )
     } else if role == p.roles.reviewer {
         "Review the changes on this branch against the issue's acceptance criteria and the \
          project's standards. List each finding with its file. End with exactly one line \
          `Verdict: approved` or `Verdict: changes-requested`."
+            .to_owned()
     } else {
-        "Implement this issue in the working tree, tests first: write the failing tests, then \
-         the code, then run the tests. Summarise what you changed in your answer."
+        format!(
+            "Implement this issue in the working tree, tests first: write the failing tests, \
+             then the code, then run the tests (the story and the design, when there are \
+             some, are in `{dir}/`). Summarise what you changed in your answer."
+        )
     };
     format!(
         "You are the {title} of the pipeline, working on GitHub issue #{n} on the branch \
@@ -171,9 +183,17 @@ impl Workflow for PmTurn {
             role: self.role.clone(),
             ..TurnReport::default()
         };
+        if let Err(e) = run.begin() {
+            report.error = Some(e.to_string());
+            return report;
+        }
         if let Err(e) = self.turn(&run, &mut report).await {
             report.error = Some(baton_core::secrets::redact(&e.to_string()).into_owned());
         }
+        let _ = match &report.error {
+            None => run.end("completed", &report.outcome),
+            Some(e) => run.end("failed", e),
+        };
         report
     }
 }
