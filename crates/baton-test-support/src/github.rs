@@ -2132,6 +2132,27 @@ impl FakeGitHub {
         self.st().commits.get(sha).map(|c| c.message.clone())
     }
 
+    /// A person edits comment `id` to `body`.
+    pub fn edit_comment_by_hand(&self, id: u64, body: &str) {
+        let mut st = self.st();
+        let now = st.tick();
+        if let Some(c) = st.comments.iter_mut().find(|c| c.id == id) {
+            c.body = body.to_owned();
+            c.updated_at = now;
+        }
+    }
+
+    /// A person closes pull request `number` without merging it.
+    pub fn close_pull(&self, number: u64) {
+        let mut st = self.st();
+        let now = st.tick();
+        if let Some(i) = st.issues.get_mut(&number) {
+            i.state = "closed".into();
+            i.closed_at = Some(now);
+            i.updated_at = now;
+        }
+    }
+
     /// A pull request's head sha.
     pub fn head_sha(&self, pull: u64) -> Option<String> {
         self.st().pulls.get(&pull).map(|p| p.head_sha.clone())

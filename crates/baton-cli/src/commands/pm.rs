@@ -271,7 +271,10 @@ fn pass(root: &Path, args: &PmPassArgs) -> Result<Code> {
             print_pass(&report);
         }
         if let Some(e) = &report.error {
-            eprintln!("error: {e}");
+            eprintln!(
+                "error: {e}\nnothing is lost: run `baton pm` again; it looks for what this pass \
+                 already did before doing anything"
+            );
             if !args.watch {
                 return Ok(Code::Error);
             }

@@ -7,9 +7,8 @@
 
 use super::common::Project;
 use super::sprint::{Script, Toml, call, command, re, run_guarded, sprint_project};
-use baton_test_support::github::{Failure, FakeGitHub};
+use baton_test_support::github::FakeGitHub;
 use baton_test_support::openapi::{ENV_FILE, ENV_REQUIRED, OpenApi};
-use jiff::SignedDuration;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Command;
@@ -151,7 +150,7 @@ pub(super) fn world(script: &Script, pipeline: &str) -> World {
 }
 
 impl World {
-    fn cmd(&self, args: &[&str]) -> Command {
+    pub(super) fn command(&self, args: &[&str]) -> Command {
         let mut cmd = command(&self.p, args);
         cmd.env("GITHUB_TOKEN", TOKEN)
             .env("GITHUB_API_URL", self.fake.base_url())
@@ -166,7 +165,7 @@ impl World {
     }
 
     pub(super) fn run(&self, args: &[&str]) -> super::common::Run {
-        run_guarded(self.cmd(args), args)
+        run_guarded(self.command(args), args)
     }
 
     /// One PM pass; it must succeed.

@@ -303,6 +303,14 @@ async fn one(
     };
     let mut state = cx.read.state.clone();
     let base = state.history.len();
+    // An issue new to the pipeline gets its status comment before any effect: a pass stopped
+    // half way then leaves the phase it started from, not only labels to guess it from.
+    if cx.read.status.is_none() && !pass.dry_run {
+        let body = status_comment::render(&state, &p.footer("product-manager", SKILLS));
+        let c = forge.create_comment(issue.number, &body).await?;
+        cx.read.status = Some(c.id);
+        cx.read.comments.push(c);
+    }
     // The handback and everything before it are now acted on; the agent that handed back is done.
     if let Some(h) = &cx.read.issue.handback {
         if state.assigned.as_ref().is_some_and(|(r, _)| *r == h.from) {
