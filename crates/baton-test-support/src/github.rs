@@ -1766,12 +1766,12 @@ fn answer(
         None
     } else {
         Some(
-            serde_json::from_slice(&bytes)
-                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
+            serde_json::from_slice(bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into_owned())),
         )
     };
 
-    let mut st = State::lock(&state);
+    let mut st = State::lock(state);
     st.sync_git();
     let mut hang = false;
     let authorized = headers
@@ -1779,7 +1779,7 @@ fn answer(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("Bearer ") || v.starts_with("token "));
     let (template, mut reply) = if authorized {
-        let probe = route_template(&method, &segments);
+        let probe = route_template(method, &segments);
         let rule = st.rules.iter_mut().find(|r| {
             r.times > 0 && r.method == method.as_str() && Some(r.route.as_str()) == probe
         });
@@ -1788,16 +1788,16 @@ fn answer(
             r.failure.clone()
         }) {
             Some(Failure::AppliedThen(status)) => {
-                let (t, _) = route(&mut st, &method, &segments, &path, &query, body.as_ref());
+                let (t, _) = route(&mut st, method, &segments, &path, &query, body.as_ref());
                 (t, failure_reply(&Failure::AppliedThen(status)))
             }
             Some(Failure::AppliedThenHang) => {
-                let (t, r) = route(&mut st, &method, &segments, &path, &query, body.as_ref());
+                let (t, r) = route(&mut st, method, &segments, &path, &query, body.as_ref());
                 hang = true;
                 (t, r)
             }
             Some(failure) => (probe, failure_reply(&failure)),
-            None => route(&mut st, &method, &segments, &path, &query, body.as_ref()),
+            None => route(&mut st, method, &segments, &path, &query, body.as_ref()),
         }
     } else {
         (None, Reply::error(401, "Requires authentication"))

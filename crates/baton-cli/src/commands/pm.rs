@@ -121,9 +121,12 @@ fn pipeline(cfg: &crate::config::Config, repo: &str) -> Result<Pipeline> {
     })
 }
 
+/// What a pass looks at: these issues (`None`: every one), and the issues of these pulls.
+type Looks = (Option<Vec<u64>>, Vec<u64>);
+
 /// The issues the triggering event (GitHub Actions' `GITHUB_EVENT_NAME`/`GITHUB_EVENT_PATH`)
 /// names; `Ok(None)` for a sweep; `Err` with the reason to do nothing.
-fn event_scope() -> Result<std::result::Result<(Option<Vec<u64>>, Vec<u64>), String>> {
+fn event_scope() -> Result<std::result::Result<Looks, String>> {
     let (Ok(name), Ok(path)) = (
         std::env::var("GITHUB_EVENT_NAME"),
         std::env::var("GITHUB_EVENT_PATH"),

@@ -17,7 +17,8 @@ const TOKEN: &str = "ghp_PMFLOWSECRET0123456789abcdef";
 const OWNER: &str = "acme";
 
 pub(super) struct World {
-    pub(super) rt: tokio::runtime::Runtime,
+    /// Serves the fake GitHub for as long as the test runs.
+    _rt: tokio::runtime::Runtime,
     pub(super) fake: FakeGitHub,
     pub(super) p: Project,
     pub(super) bare: PathBuf,
@@ -146,7 +147,12 @@ pub(super) fn world(script: &Script, pipeline: &str) -> World {
         &["remote", "add", "origin", &bare.to_string_lossy()],
     );
     fake.attach_git(&bare);
-    World { rt, fake, p, bare }
+    World {
+        _rt: rt,
+        fake,
+        p,
+        bare,
+    }
 }
 
 impl World {

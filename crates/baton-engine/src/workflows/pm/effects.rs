@@ -110,12 +110,13 @@ pub async fn pass(pass: &PmPass, run: &Arc<Run>, report: &mut PassReport) -> Res
     issues.sort_by_key(|i| i.number);
     // Issues holding a seat that are gone (closed by hand) give it back.
     for holder in seats.holders() {
-        if !open.iter().any(|i| i.number == holder) && !pass.dry_run {
-            if let Some(k) = seats.release(forge, holder).await? {
-                report
-                    .notes
-                    .push(format!("seat {k} given back: #{holder} is no longer open"));
-            }
+        if !open.iter().any(|i| i.number == holder)
+            && !pass.dry_run
+            && let Some(k) = seats.release(forge, holder).await?
+        {
+            report
+                .notes
+                .push(format!("seat {k} given back: #{holder} is no longer open"));
         }
     }
     let mut trust = Trust::default();
