@@ -290,7 +290,12 @@ fn pass(root: &Path, args: &PmPassArgs) -> Result<Code> {
 }
 
 fn agent(root: &Path, args: &PmAgentArgs) -> Result<Code> {
-    let cfg = crate::project::config(root)?;
+    let mut cfg = crate::project::config(root)?;
+    // The turn commits and pushes the branch itself; an agent with `git` could push to
+    // any branch with the checkout's credentials, past the pull request and its review.
+    cfg.commands
+        .allow
+        .retain(|c| !matches!(c.as_str(), "git" | "gh" | "curl" | "wget"));
     let repo = repo_name(args.repo.as_deref())?;
     let p = pipeline(&cfg, &repo)?;
     let role = args

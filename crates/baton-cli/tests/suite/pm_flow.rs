@@ -93,10 +93,17 @@ pub(super) fn specialists() -> Script {
             "developer",
             &re(issue),
             "Tests first.",
-            vec![call(
-                "write_file",
-                json!({ "path": "src/greet.txt", "content": "hello\n" }),
-            )],
+            vec![
+                call(
+                    "write_file",
+                    json!({ "path": "src/greet.txt", "content": "hello\n" }),
+                ),
+                // A push of its own, past the pull request and its review: refused.
+                call(
+                    "run_command",
+                    json!({ "program": "git", "args": ["push", "origin", "HEAD:refs/heads/sneaky"] }),
+                ),
+            ],
         )
         .turn(
             "developer",
@@ -339,9 +346,21 @@ fn an_issue_flows_from_triage_to_done_with_one_status_comment() {
         w.fake.refs()
     );
 
+    let main_before = git(&w.bare, &["rev-parse", "main"]);
     let run = w.turn(n, "backend");
     assert!(run.stdout.contains("branch pushed"), "{}", run.describe());
     let pr = w.pull_of(n).expect("the implementer opened a pull request");
+    assert_eq!(
+        git(&w.bare, &["rev-parse", "main"]),
+        main_before,
+        "the agent could not push to main"
+    );
+    assert!(
+        git(&w.bare, &["branch", "--list", "sneaky"])
+            .trim()
+            .is_empty(),
+        "the agent could not push a branch of its own"
+    );
     assert_eq!(w.fake.pull(pr)["draft"], true, "agents open drafts only");
     assert!(
         git(&w.bare, &["ls-tree", "-r", "--name-only", "baton/issue-1"]).contains("src/greet.txt")
