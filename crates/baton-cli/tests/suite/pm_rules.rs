@@ -490,3 +490,122 @@ fn a_pass_without_a_token_says_what_to_set_and_prints_no_secret() {
     );
     w.assert_no_token();
 }
+
+/// GitHub's own example payloads of `event` (`@octokit/webhooks-examples`, unpacked by
+/// `.ci/run`), or `None` when they are not installed and not required.
+fn webhook_examples(event: &str) -> Option<Vec<serde_json::Value>> {
+    const ENV_FILE: &str = "BATON_TEST_WEBHOOK_EXAMPLES";
+    let Some(file) = std::env::var_os(ENV_FILE) else {
+        assert!(
+            std::env::var("BATON_TEST_WEBHOOK_EXAMPLES_REQUIRED").as_deref() != Ok("1"),
+            "BATON_TEST_WEBHOOK_EXAMPLES_REQUIRED=1 but {ENV_FILE} is not set"
+        );
+        eprintln!("SKIPPED: GitHub's webhook payloads ({ENV_FILE} is not set)");
+        return None;
+    };
+    let text = std::fs::read_to_string(&file).expect("the webhook examples");
+    let index: Vec<serde_json::Value> = serde_json::from_str(&text).expect("JSON");
+    index
+        .into_iter()
+        .find(|e| e["name"] == event)
+        .and_then(|e| e["examples"].as_array().cloned())
+}
+
+#[test]
+fn real_webhook_payloads_drive_the_pass_to_the_issues_they_name() {
+    let Some(labeled) = webhook_examples("issues") else {
+        return;
+    };
+    let Some(comments) = webhook_examples("issue_comment") else {
+        return;
+    };
+    let Some(pulls) = webhook_examples("pull_request") else {
+        return;
+    };
+    let w = world(&Script::new(), "");
+    let one = ready_issue(&w, "One");
+    let two = ready_issue(&w, "Two");
+    let dir = w.p.root().join(".baton/events");
+    std::fs::create_dir_all(&dir).expect("a folder");
+    let with_event =
+        |name: &str, mut payload: serde_json::Value, edit: &dyn Fn(&mut serde_json::Value)| {
+            edit(&mut payload);
+            let path = dir.join(format!("{name}.json"));
+            std::fs::write(&path, payload.to_string()).expect("the payload");
+            let args = ["pm"];
+            let mut cmd = w.command(&args);
+            cmd.env("GITHUB_EVENT_NAME", name)
+                .env("GITHUB_EVENT_PATH", &path);
+            run_guarded(cmd, &args).expect_code(0)
+        };
+    let pick = |all: &[serde_json::Value], action: &str| {
+        all.iter()
+            .find(|e| e["action"] == action)
+            .cloned()
+            .unwrap_or_else(|| panic!("no `{action}` example"))
+    };
+    // `issues.labeled` on #2: only #2 is looked at.
+    with_event("issues", pick(&labeled, "labeled"), &|p| {
+        p["issue"]["number"] = two.into()
+    });
+    assert_eq!(w.phase(two), "status/implementing");
+    assert_eq!(w.phase(one), "status/ready");
+    // A comment on #1: #1.
+    with_event("issue_comment", pick(&comments, "created"), &|p| {
+        p["issue"]["number"] = one.into()
+    });
+    assert_eq!(w.phase(one), "status/implementing");
+    // A pull request that is not the pipeline's: nothing to do.
+    let run = with_event("pull_request", pick(&pulls, "opened"), &|p| {
+        p["pull_request"]["body"] = serde_json::Value::Null;
+    });
+    assert!(run.stdout.contains("nothing to do"), "{}", run.describe());
+    w.check_contract();
+}
+
+#[test]
+fn a_turn_killed_while_opening_its_pull_request_opens_one_on_the_rerun() {
+    let w = world(&super::pm_flow::specialists(), "");
+    let n = ready_issue(&w, "Greet");
+    assert_eq!(n, 1, "the script answers issue #1");
+    w.pass();
+    assert_eq!(w.agent_labels(n), ["agent/backend"]);
+    w.fake.fail_next(
+        "POST",
+        "/repos/{owner}/{repo}/pulls",
+        1,
+        Failure::AppliedThenHang,
+    );
+    let mut child = w
+        .command(&["pm", "agent", "--issue", "1", "--role", "backend"])
+        .spawn()
+        .expect("baton pm agent starts");
+    let started = Instant::now();
+    while w.pull_of(n).is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no pull request came"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    // The rerun finds the branch and the pull request, and hands back once.
+    let run = w.turn(n, "backend");
+    assert!(run.stdout.contains("pull request #"), "{}", run.describe());
+    let pulls = (1..=10)
+        .filter(|p| w.fake.pull(*p)["head"]["ref"] == "baton/issue-1")
+        .count();
+    assert_eq!(pulls, 1, "one pull request");
+    assert_eq!(count(&w, n, "[Backend → Product Manager]"), 1);
+    assert!(w.agent_labels(n).is_empty());
+    // A third run of the same turn finds its handback and does nothing more.
+    let run = w.turn(n, "backend");
+    assert!(
+        run.stdout.contains("already handed back"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(count(&w, n, "[Backend → Product Manager]"), 1);
+    w.check_contract();
+}
