@@ -535,7 +535,8 @@ fn real_webhook_payloads_drive_the_pass_to_the_issues_they_name() {
             let args = ["pm"];
             let mut cmd = w.command(&args);
             cmd.env("GITHUB_EVENT_NAME", name)
-                .env("GITHUB_EVENT_PATH", &path);
+                .env("GITHUB_EVENT_PATH", &path)
+                .env("GITHUB_STEP_SUMMARY", dir.join("summary.md"));
             run_guarded(cmd, &args).expect_code(0)
         };
     let pick = |all: &[serde_json::Value], action: &str| {
@@ -550,6 +551,13 @@ fn real_webhook_payloads_drive_the_pass_to_the_issues_they_name() {
     });
     assert_eq!(w.phase(two), "status/implementing");
     assert_eq!(w.phase(one), "status/ready");
+    // Every run writes its job summary.
+    let summary = std::fs::read_to_string(dir.join("summary.md")).expect("a job summary");
+    assert!(
+        summary.contains("| #2 Two | Ready → Implementing |"),
+        "{summary}"
+    );
+    assert!(!summary.contains("| #1 One"), "{summary}");
     // A comment on #1: #1.
     with_event("issue_comment", pick(&comments, "created"), &|p| {
         p["issue"]["number"] = one.into()
