@@ -101,6 +101,13 @@ pub struct RawPipeline {
     pub login: Option<String>,
     /// The branch pull requests merge into (default `main`).
     pub base: Option<String>,
+    /// The number of the GitHub Project (v2) whose status field the PM sets (default: none;
+    /// the `status/*` labels alone).
+    pub project: Option<u64>,
+    /// The project's single-select field (default `Status`); its options are the phases' names.
+    pub project_field: Option<String>,
+    /// The user or organisation owning the project (default: the repository's owner).
+    pub project_owner: Option<String>,
 }
 
 /// `[tdd]`: the test-first guard (docs/tdd.md).

@@ -9,7 +9,7 @@
 //! the cap. GETs carry `If-None-Match` from a bounded cache of ETags; a 304 is answered from
 //! the cache (and costs no rate limit on GitHub).
 
-use crate::model::PermissionAnswer;
+use crate::model::{PermissionAnswer, ProjectField};
 use crate::{
     CheckRun, Comment, Forge, ForgeError, ForgeFuture, GitCommit, GitRef, Issue, Label,
     MergeMethod, NewIssue, NewLabel, NewPull, Permission, PullRequest, PullUpdate, Review,
@@ -676,6 +676,9 @@ impl GitHub {
     }
 }
 
+const PROJECT_FIELD: &str = "query($owner: String!, $number: Int!, $field: String!) { repositoryOwner(login: $owner) { ... on ProjectV2Owner { projectV2(number: $number) { id field(name: $field) { ... on ProjectV2SingleSelectField { id options { id name } } } } } } }";
+const ADD_ITEM: &str = "mutation($project: ID!, $content: ID!) { addProjectV2ItemById(input: {projectId: $project, contentId: $content}) { item { id } } }";
+const SET_FIELD: &str = "mutation($project: ID!, $item: ID!, $field: ID!, $option: String!) { updateProjectV2ItemFieldValue(input: {projectId: $project, itemId: $item, fieldId: $field, value: {singleSelectOptionId: $option}}) { projectV2Item { id } } }";
 const MARK_READY: &str = "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { number isDraft } } }";
 const AUTO_MERGE: &str = "mutation($id: ID!, $method: PullRequestMergeMethod!) { enablePullRequestAutoMerge(input: {pullRequestId: $id, mergeMethod: $method}) { pullRequest { number autoMergeRequest { mergeMethod } } } }";
 
@@ -963,6 +966,82 @@ impl Forge for GitHub {
                 &body,
             )
             .await
+        })
+    }
+
+    fn project_field<'a>(
+        &'a self,
+        owner: &'a str,
+        number: u64,
+        field: &'a str,
+    ) -> ForgeFuture<'a, ProjectField> {
+        Box::pin(async move {
+            let call = "read the project's field";
+            let v = self
+                .graphql(
+                    call,
+                    PROJECT_FIELD,
+                    json!({ "owner": owner, "number": number, "field": field }),
+                )
+                .await?;
+            let project = v.pointer("/repositoryOwner/projectV2");
+            let id = project.and_then(|p| p.get("id")).and_then(Value::as_str);
+            let f = project.and_then(|p| p.get("field"));
+            let fid = f.and_then(|f| f.get("id")).and_then(Value::as_str);
+            let (Some(id), Some(fid)) = (id, fid) else {
+                return Err(ForgeError::NotFound { call });
+            };
+            let options = f
+                .and_then(|f| f.get("options"))
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|o| {
+                            Some((
+                                o.get("id")?.as_str()?.to_owned(),
+                                o.get("name")?.as_str()?.to_owned(),
+                            ))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok(ProjectField {
+                project: id.to_owned(),
+                field: fid.to_owned(),
+                options,
+            })
+        })
+    }
+
+    fn set_project_field<'a>(
+        &'a self,
+        field: &'a ProjectField,
+        issue_node: &'a str,
+        option: &'a str,
+    ) -> ForgeFuture<'a, ()> {
+        Box::pin(async move {
+            let v = self
+                .graphql(
+                    "add to the project",
+                    ADD_ITEM,
+                    json!({ "project": field.project, "content": issue_node }),
+                )
+                .await?;
+            let Some(item) = v
+                .pointer("/addProjectV2ItemById/item/id")
+                .and_then(Value::as_str)
+            else {
+                return Err(ForgeError::NotFound {
+                    call: "add to the project",
+                });
+            };
+            self.graphql(
+                "set the project's field",
+                SET_FIELD,
+                json!({ "project": field.project, "item": item, "field": field.field, "option": option }),
+            )
+            .await
+            .map(|_| ())
         })
     }
 

@@ -24,8 +24,8 @@ pub use client::{GitHub, Policy, Token};
 pub use error::ForgeError;
 pub use model::{
     AutoMerge, Branch, CheckRun, Comment, GitCommit, GitObject, GitPerson, GitRef, Issue, Label,
-    MergeMethod, NewIssue, NewLabel, NewPull, Permission, PullMarker, PullRequest, PullUpdate,
-    Review, User,
+    MergeMethod, NewIssue, NewLabel, NewPull, Permission, ProjectField, PullMarker, PullRequest,
+    PullUpdate, Review, User,
 };
 
 /// What a [`Forge`] call returns: a boxed future, so the trait can be used as `dyn Forge`.
@@ -113,4 +113,20 @@ pub trait Forge: Send + Sync {
     ) -> ForgeFuture<'a, GitCommit>;
     /// Reads a commit object.
     fn get_commit<'a>(&'a self, sha: &'a str) -> ForgeFuture<'a, GitCommit>;
+    /// The single-select field `field` of project (v2) `number` of `owner` (a user or an
+    /// organisation), by GraphQL; [`ForgeError::NotFound`] when either is missing.
+    fn project_field<'a>(
+        &'a self,
+        owner: &'a str,
+        number: u64,
+        field: &'a str,
+    ) -> ForgeFuture<'a, ProjectField>;
+    /// Puts the issue (its node id) on the project, once, and sets its field to `option` (an
+    /// option's node id). Both mutations are idempotent on GitHub.
+    fn set_project_field<'a>(
+        &'a self,
+        field: &'a ProjectField,
+        issue_node: &'a str,
+        option: &'a str,
+    ) -> ForgeFuture<'a, ()>;
 }

@@ -79,6 +79,9 @@ pub struct Issue {
     pub number: u64,
     /// Its id.
     pub id: u64,
+    /// Its GraphQL node id (what a Project v2 item is added by).
+    #[serde(default)]
+    pub node_id: String,
     /// Its title.
     pub title: String,
     /// Its text (empty when none).
@@ -387,6 +390,17 @@ pub struct GitPerson {
     /// When.
     #[serde(deserialize_with = "timestamp")]
     pub date: Timestamp,
+}
+
+/// A Project (v2)'s single-select field, the pipeline's status column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectField {
+    /// The project's node id.
+    pub project: String,
+    /// The field's node id.
+    pub field: String,
+    /// Its options: (node id, name).
+    pub options: Vec<(String, String)>,
 }
 
 /// How auto-merge merges.

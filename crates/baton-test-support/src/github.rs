@@ -219,6 +219,19 @@ struct State {
     commits: BTreeMap<String, CommitRec>,
     /// A bare repository whose branches are this repository's branches.
     git: Option<std::path::PathBuf>,
+    /// Projects (v2) of the owner.
+    projects: Vec<ProjectRec>,
+}
+
+/// A project (v2) with one single-select field.
+#[derive(Debug, Clone)]
+struct ProjectRec {
+    number: u64,
+    field: String,
+    /// Option names; an option's node id is `PVTSSF_<number>_<index>`.
+    options: Vec<String>,
+    /// Issue node id → (item id, option chosen).
+    items: BTreeMap<String, (String, Option<usize>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -1632,6 +1645,9 @@ fn graphql(st: &mut State, body: Option<&Value>) -> Reply {
             json!({ "data": null, "errors": [{ "type": "UNPROCESSABLE", "message": message }] }),
         )
     };
+    if query.contains("projectV2(number:") || query.contains("ProjectV2Item") {
+        return projects(st, &query, &variables);
+    }
     let id = variables
         .get("id")
         .and_then(Value::as_str)
@@ -1682,6 +1698,118 @@ fn graphql(st: &mut State, body: Option<&Value>) -> Reply {
         );
     }
     error("this fake answers only markPullRequestReadyForReview and enablePullRequestAutoMerge")
+}
+
+/// The Project (v2) part of GraphQL: a project's field, adding an item, setting its field.
+fn projects(st: &mut State, query: &str, v: &Value) -> Reply {
+    let s = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let error = |message: String| {
+        Reply::json(
+            200,
+            json!({ "data": null, "errors": [{ "type": "NOT_FOUND", "message": message }] }),
+        )
+    };
+    let project_of = |st: &State, id: &str| {
+        st.projects
+            .iter()
+            .position(|p| format!("PVT_{}", p.number) == id)
+    };
+    if query.contains("projectV2(number:") {
+        if s("owner") != st.owner {
+            return error(format!(
+                "Could not resolve to a ProjectV2Owner with the login of '{}'.",
+                s("owner")
+            ));
+        }
+        let number = v.get("number").and_then(Value::as_u64).unwrap_or_default();
+        let Some(p) = st.projects.iter().find(|p| p.number == number) else {
+            return Reply::json(
+                200,
+                json!({ "data": { "repositoryOwner": { "projectV2": null } } }),
+            );
+        };
+        let field = if p.field == s("field") {
+            json!({
+                "id": format!("PVTSSF_{}", p.number),
+                "options": p.options.iter().enumerate().map(|(i, o)| json!({
+                    "id": format!("PVTSSF_{}_{i}", p.number), "name": o,
+                })).collect::<Vec<_>>(),
+            })
+        } else {
+            Value::Null
+        };
+        return Reply::json(
+            200,
+            json!({ "data": { "repositoryOwner": { "projectV2": { "id": format!("PVT_{}", p.number), "field": field } } } }),
+        );
+    }
+    let Some(at) = project_of(st, &s("project")) else {
+        return error(format!(
+            "Could not resolve to a node with the global id of '{}'",
+            s("project")
+        ));
+    };
+    if query.contains("addProjectV2ItemById") {
+        let content = s("content");
+        let known = st
+            .issues
+            .values()
+            .any(|i| format!("I_kwDO{}", i.id) == content);
+        if !known {
+            return error(format!(
+                "Could not resolve to a node with the global id of '{content}'"
+            ));
+        }
+        st.tick();
+        let p = &mut st.projects[at];
+        let next = p.items.len() + 1;
+        let item = p
+            .items
+            .entry(content)
+            .or_insert((format!("PVTI_{}_{next}", p.number), None))
+            .0
+            .clone();
+        return Reply::json(
+            200,
+            json!({ "data": { "addProjectV2ItemById": { "item": { "id": item } } } }),
+        );
+    }
+    if query.contains("updateProjectV2ItemFieldValue") {
+        let (item, field, option) = (s("item"), s("field"), s("option"));
+        let p = &mut st.projects[at];
+        if field != format!("PVTSSF_{}", p.number) {
+            return error(format!(
+                "Could not resolve to a node with the global id of '{field}'"
+            ));
+        }
+        let Some(index) = option
+            .rsplit('_')
+            .next()
+            .and_then(|i| i.parse::<usize>().ok())
+            .filter(|i| *i < p.options.len() && option == format!("PVTSSF_{}_{i}", p.number))
+        else {
+            return error(format!(
+                "The single select option Id does not belong to the field: {option}"
+            ));
+        };
+        let Some(entry) = p.items.values_mut().find(|(id, _)| *id == item) else {
+            return error(format!(
+                "Could not resolve to a node with the global id of '{item}'"
+            ));
+        };
+        entry.1 = Some(index);
+        st.tick();
+        return Reply::json(
+            200,
+            json!({ "data": { "updateProjectV2ItemFieldValue": { "projectV2Item": { "id": item } } } }),
+        );
+    }
+    error("this fake answers only a project's field, addProjectV2ItemById and updateProjectV2ItemFieldValue".into())
 }
 
 fn failure_reply(failure: &Failure) -> Reply {
@@ -1940,6 +2068,7 @@ impl State {
             refs: BTreeMap::new(),
             commits: BTreeMap::new(),
             git: None,
+            projects: Vec::new(),
         }
     }
 
@@ -2130,6 +2259,26 @@ impl FakeGitHub {
     /// A commit object's message.
     pub fn commit_message(&self, sha: &str) -> Option<String> {
         self.st().commits.get(sha).map(|c| c.message.clone())
+    }
+
+    /// A project (v2) of the owner, number `number`, with a single-select field `field` whose
+    /// options are `options`.
+    pub fn add_project(&self, number: u64, field: &str, options: &[&str]) {
+        self.st().projects.push(ProjectRec {
+            number,
+            field: field.to_owned(),
+            options: options.iter().map(|o| (*o).to_owned()).collect(),
+            items: BTreeMap::new(),
+        });
+    }
+
+    /// The option issue `issue` has in project `number`'s field, if it is on the project.
+    pub fn project_status(&self, number: u64, issue: u64) -> Option<String> {
+        let st = self.st();
+        let node = format!("I_kwDO{}", st.issues.get(&issue)?.id);
+        let p = st.projects.iter().find(|p| p.number == number)?;
+        let (_, option) = p.items.get(&node)?;
+        option.and_then(|i| p.options.get(i).cloned())
     }
 
     /// A person edits comment `id` to `body`.

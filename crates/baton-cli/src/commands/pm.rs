@@ -118,6 +118,17 @@ fn pipeline(cfg: &crate::config::Config, repo: &str) -> Result<Pipeline> {
         base: raw.base.clone().unwrap_or_else(|| "main".to_owned()),
         agents: raw.agents.clone().unwrap_or_default(),
         run_link,
+        project: raw.project.map(|n| {
+            (
+                raw.project_owner
+                    .clone()
+                    .unwrap_or_else(|| repo.split_once('/').map_or(repo, |(o, _)| o).to_owned()),
+                n,
+                raw.project_field
+                    .clone()
+                    .unwrap_or_else(|| "Status".to_owned()),
+            )
+        }),
     })
 }
 

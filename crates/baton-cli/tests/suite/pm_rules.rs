@@ -617,3 +617,48 @@ fn a_turn_killed_while_opening_its_pull_request_opens_one_on_the_rerun() {
     assert_eq!(count(&w, n, "[Backend → Product Manager]"), 1);
     w.check_contract();
 }
+
+#[test]
+fn a_project_field_mirrors_the_phase_and_a_missing_project_is_named() {
+    let w = world(&Script::new(), "project = 7\n");
+    let run = w.run(&["pm"]).expect_code(1);
+    assert!(
+        run.stderr
+            .contains("project 7 of acme has no single-select field `Status`"),
+        "{}",
+        run.describe()
+    );
+    w.fake.add_project(
+        7,
+        "Status",
+        &[
+            "Triage",
+            "Needs Story",
+            "Needs Architecture",
+            "Ready",
+            "Implementing",
+            "CI Pending",
+            "In Review",
+            "Changes Requested",
+            "Ready to Merge",
+            "Awaiting Owner",
+            "Done",
+        ],
+    );
+    let n = w.fake.add_issue("New", "An idea.", &[], "acme");
+    w.pass();
+    assert_eq!(w.fake.project_status(7, n).as_deref(), Some("Needs Story"));
+    assert_eq!(w.phase(n), "status/needs-story", "the labels too");
+    says(
+        &w,
+        n,
+        "business-analyst",
+        "Business Analyst → Product Manager",
+        "Story written.",
+    );
+    w.pass();
+    assert_eq!(
+        w.fake.project_status(7, n).as_deref(),
+        Some("Needs Architecture")
+    );
+}

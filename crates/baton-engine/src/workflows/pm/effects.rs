@@ -19,7 +19,7 @@ use baton_core::pipeline::decide::{self, Action, Board, Ci, Review, Secs};
 use baton_core::pipeline::status_comment::{self, State};
 use baton_core::pipeline::{PM, Phase};
 use baton_core::story::StepOutcome;
-use baton_github::{Forge, ForgeError, Issue};
+use baton_github::{Forge, ForgeError, Issue, ProjectField};
 use std::sync::Arc;
 
 const SKILLS: &[&str] = &["agent-pipeline"];
@@ -94,6 +94,21 @@ pub async fn pass(pass: &PmPass, run: &Arc<Run>, report: &mut PassReport) -> Res
         .map_or_else(|| jiff::Timestamp::now().as_second(), |t| t.as_second());
     report.notes.extend(ensure_labels(pass).await?);
     let tree = base_tree(pass).await?;
+    let project = match &pass.pipeline.project {
+        Some((owner, number, field)) => Some(
+            forge
+                .project_field(owner, *number, field)
+                .await
+                .map_err(|e| match e {
+                    ForgeError::NotFound { .. } => PmError::Other(format!(
+                        "project {number} of {owner} has no single-select field `{field}`; check \
+                         `[pipeline] project` and `project_field` in baton.toml"
+                    )),
+                    e => PmError::Forge(e),
+                })?,
+        ),
+        None => None,
+    };
     let mut seats = Seats::load(forge, pass.pipeline.seats, tree.clone()).await?;
     let in_pipeline = |i: &Issue| match &pass.pipeline.intake_label {
         Some(l) => i.labels.iter().any(|x| x == l) || facts::phase_of_labels(&i.labels).is_some(),
@@ -152,6 +167,7 @@ pub async fn pass(pass: &PmPass, run: &Arc<Run>, report: &mut PassReport) -> Res
             run,
             &mut trust,
             &mut seats,
+            project.as_ref(),
             issue,
             now,
             escalation_waiting,
@@ -190,6 +206,8 @@ fn pm_comment(pass: &PmPass, to: &str, text: &str, key: &str) -> String {
 
 struct Ctx<'a> {
     pass: &'a PmPass,
+    project: Option<&'a ProjectField>,
+    node: String,
     run: &'a Arc<Run>,
     unit: UnitKey,
     read: Read,
@@ -270,11 +288,13 @@ impl Ctx<'_> {
 }
 
 /// Reads, decides and acts on one issue.
+#[allow(clippy::too_many_arguments)]
 async fn one(
     pass: &PmPass,
     run: &Arc<Run>,
     trust: &mut Trust,
     seats: &mut Seats,
+    project: Option<&ProjectField>,
     issue: &Issue,
     now: Secs,
     escalation_waiting: bool,
@@ -290,6 +310,8 @@ async fn one(
     let from = read.issue.phase;
     let mut cx = Ctx {
         pass,
+        project,
+        node: issue.node_id.clone(),
         run,
         unit: UnitKey::Issue(issue.number),
         number: issue.number,
@@ -419,6 +441,24 @@ async fn apply(
             cx.add_label(&to.label()).await?;
             for l in stale {
                 cx.remove_label(&l).await?;
+            }
+            if let Some(field) = cx.project {
+                match field
+                    .options
+                    .iter()
+                    .find(|(_, name)| name.eq_ignore_ascii_case(to.title()))
+                {
+                    Some((option, _)) => {
+                        cx.forge()
+                            .set_project_field(field, &cx.node, option)
+                            .await?;
+                    }
+                    None => cx.notes.push(format!(
+                        "#{}: the project's field has no option `{}`; add it to mirror the phase",
+                        cx.number,
+                        to.title()
+                    )),
+                }
             }
             if *to == Phase::AwaitingOwner {
                 if state.awaiting.is_none() {

@@ -50,6 +50,8 @@ pub struct Pipeline {
     pub agents: BTreeMap<String, String>,
     /// The run's number and link, for footers (`$GITHUB_RUN_ID` in Actions).
     pub run_link: Option<(String, String)>,
+    /// The Project (v2) whose field mirrors the phase: (owner, number, field).
+    pub project: Option<(String, u64, String)>,
 }
 
 impl Pipeline {
