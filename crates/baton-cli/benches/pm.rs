@@ -48,7 +48,10 @@ fn pass(baton: &Path, root: &Path, fake: &FakeGitHub) -> (f64, usize) {
         .current_dir(root)
         .env("GITHUB_TOKEN", "ghp_bench")
         .env("GITHUB_API_URL", fake.base_url())
-        .env("GITHUB_REPOSITORY", format!("{}/{}", fake.owner(), fake.repo()))
+        .env(
+            "GITHUB_REPOSITORY",
+            format!("{}/{}", fake.owner(), fake.repo()),
+        )
         .env("BATON_CONFIG_DIR", root.join(".baton/no-user-config"))
         .env_remove("GITHUB_EVENT_NAME")
         .env_remove("GITHUB_EVENT_PATH")
@@ -71,7 +74,9 @@ fn main() {
         .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![10, 50, 200]);
     let rt = tokio::runtime::Runtime::new().unwrap();
-    println!("issues | first pass: s, ms/issue, requests/issue | quiet pass: s, ms/issue, requests/issue");
+    println!(
+        "issues | first pass: s, ms/issue, requests/issue | quiet pass: s, ms/issue, requests/issue"
+    );
     for n in sizes {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();

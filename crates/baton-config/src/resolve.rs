@@ -88,6 +88,14 @@ pub struct Config {
     pub declared_providers: Vec<String>,
 }
 
+/// The variables GitHub tokens travel in (baton's pipeline, the `gh` CLI, Actions).
+pub const GITHUB_TOKENS: [&str; 4] = [
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "BATON_GITHUB_TOKEN",
+    "BATON_PUSH_TOKEN",
+];
+
 impl Config {
     /// The journal database.
     pub fn journal_path(&self) -> PathBuf {
@@ -171,11 +179,12 @@ impl Config {
             paths_set,
             declared_providers,
         };
-        // API keys never reach the programs agents run.
+        // API keys and GitHub tokens never reach the programs agents run.
         let mut keys: Vec<String> = cfg
             .providers
             .values()
             .filter_map(|p| p.api_key_env.clone())
+            .chain(GITHUB_TOKENS.map(str::to_owned))
             .collect();
         keys.sort();
         keys.dedup();

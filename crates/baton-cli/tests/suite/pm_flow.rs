@@ -98,6 +98,11 @@ pub(super) fn specialists() -> Script {
                     "write_file",
                     json!({ "path": "src/greet.txt", "content": "hello\n" }),
                 ),
+                // The token is not in the environment of what an agent runs.
+                call(
+                    "run_command",
+                    json!({ "program": "python3", "args": ["-c", "import os; open('src/env.txt', 'w').write(os.environ.get('GITHUB_TOKEN', 'none'))"] }),
+                ),
                 // A push of its own, past the pull request and its review: refused.
                 call(
                     "run_command",
@@ -360,6 +365,11 @@ fn an_issue_flows_from_triage_to_done_with_one_status_comment() {
             .trim()
             .is_empty(),
         "the agent could not push a branch of its own"
+    );
+    assert_eq!(
+        git(&w.bare, &["show", "baton/issue-1:src/env.txt"]),
+        "none",
+        "an agent's command saw no token"
     );
     assert_eq!(w.fake.pull(pr)["draft"], true, "agents open drafts only");
     assert!(
