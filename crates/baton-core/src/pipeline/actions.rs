@@ -274,8 +274,21 @@ fn install_steps() -> &'static str {
           if ! command -v baton >/dev/null; then
             cargo install --locked --git "$BATON_GIT" --tag "v$BATON_VERSION" baton-cli
           fi
-          baton --version
-"#
+          baton --version"#
+}
+
+/// The git credential helper of the agent's job: the token is read from `BATON_PUSH_TOKEN` when
+/// git runs the helper, so no file holds it.
+pub const CREDENTIAL_HELPER: &str = r#"!f() { test "$1" = get || exit 0; echo username=x-access-token; echo "password=$BATON_PUSH_TOKEN"; }; f"#;
+
+/// The step that trusts the checkout, commented out: trusting is the repository owner's choice.
+fn trust_step() -> &'static str {
+    r#"      # Until a project is trusted, baton ignores the settings of its baton.toml that widen
+      # what agents may do ([pipeline] agents, coding-agent CLIs, .baton/agents/). To trust
+      # this checkout, uncomment this step; review who may push to the branch it checks out
+      # first (docs/configuration.md, "Trust").
+      # - name: Trust the project
+      #   run: baton trust"#
 }
 
 /// The env both files set at workflow level: what to install.
@@ -304,7 +317,8 @@ fn pm_workflow(schedule: &str, labels: &str, owner: Option<&str>, version: &str)
     let what = format!(
         "# The Product Manager's pass. On every event that can move an issue on, and on a schedule\n\
          # that sweeps what events missed, `baton pm` reads the pipeline's issues and moves each one\n\
-         # on: it routes work to a specialist by adding its label ({labels}),\n\
+         # on: it routes work to a specialist by adding its label\n\
+         #   ({labels}),\n\
          # keeps one status comment per issue, pings, escalates, and publishes a pull request\n\
          # (ready for review, auto-merge) once CI is green and the review approved. It never merges\n\
          # by itself. It reads the event from GITHUB_EVENT_NAME and GITHUB_EVENT_PATH.\n\
@@ -365,6 +379,7 @@ jobs:
           ref: ${{{{ github.event.repository.default_branch }}}}
           persist-credentials: false
 {install}
+{trust}
       - name: The PM's pass
         env:
 {token}        run: baton pm
@@ -373,12 +388,14 @@ jobs:
         env = install_env(version),
         install = install_steps(),
         token = token_env(),
+        trust = trust_step(),
     )
 }
 
 fn agent_workflow(labels: &str, version: &str) -> String {
     let what = format!(
-        "# A specialist's turn. When an `agent/ROLE` label is added to an issue ({labels}),\n\
+        "# A specialist's turn. When an `agent/ROLE` label is added to an issue\n\
+         #   ({labels}),\n\
          # `baton pm agent` runs that role's agent in a checkout of the repository, pushes the\n\
          # issue's branch, opens or updates its draft pull request, hands back to the PM with a\n\
          # comment and removes the label. The agent cannot merge, approve or publish.\n"
@@ -433,21 +450,21 @@ jobs:
           fetch-depth: 0
           persist-credentials: false
 {install}
-      # Pushes authenticate with the GITHUB_TOKEN in baton's own environment. The helper holds
-      # no token (the variable is read when git runs it), and the agent's environment is
-      # scrubbed, so the agent's tools cannot push or read it.
+      # Pushes authenticate through this helper, which holds no token: it reads BATON_PUSH_TOKEN
+      # when git runs it, from the environment of baton's own git (coding-agent CLIs run with a
+      # cleared environment).
       - name: Set up git
         run: |
-          git config --global user.name "github-actions[bot]"
-          git config --global user.email "41898282+github-actions[bot]@users.noreply.github.com"
-          git config --global credential.helper '!f() {{ echo username=x-access-token; echo "password=$GITHUB_TOKEN"; }}; f'
+          git config --global credential.helper '{helper}'
+{trust}
       # The issue and the label come from the event through env, never pasted into the script:
       # a label name is text a person chose.
       - name: The specialist's turn
         env:
           ISSUE: ${{{{ github.event.issue.number || inputs.issue }}}}
           LABEL: ${{{{ github.event.label.name || inputs.role }}}}
-{token}          # The model providers' keys, from the repository's secrets (set the ones your
+{token}          BATON_PUSH_TOKEN: ${{{{ secrets.{TOKEN_SECRET} || github.token }}}}
+          # The model providers' keys, from the repository's secrets (set the ones your
           # baton.toml uses; an unset secret is empty, which baton takes as not set).
 {provider_env}        run: baton pm agent --issue "$ISSUE" --role "$LABEL"
 "#,
@@ -455,6 +472,8 @@ jobs:
         env = install_env(version),
         install = install_steps(),
         token = token_env(),
+        helper = CREDENTIAL_HELPER,
+        trust = trust_step(),
     )
 }
 
@@ -630,6 +649,80 @@ mod tests {
         for secret in PROVIDER_SECRETS {
             assert_eq!(turn["env"][secret], format!("${{{{ secrets.{secret} }}}}"));
         }
+    }
+
+    /// The agent job's git set-up, run for real in a scratch home: `git credential fill`
+    /// answers with the token in BATON_PUSH_TOKEN, and the configuration holds no token.
+    #[test]
+    fn the_agent_job_pushes_with_a_token_no_file_holds() {
+        let agent = file(AGENT_WORKFLOW);
+        let steps = agent["jobs"]["turn"]["steps"].as_array().expect("steps");
+        let setup = steps
+            .iter()
+            .find(|s| s["name"] == "Set up git")
+            .expect("the git set-up");
+        let script = setup["run"].as_str().expect("a script");
+        let turn = steps.last().expect("the turn");
+        assert_eq!(
+            turn["env"]["BATON_PUSH_TOKEN"],
+            "${{ secrets.BATON_GITHUB_TOKEN || github.token }}"
+        );
+        let home = scratch("git-home", &[]);
+        let git = |args: &[&str], token: Option<&str>, input: &str| {
+            use std::io::Write as _;
+            let mut cmd = std::process::Command::new("git");
+            cmd.args(args)
+                .env("HOME", &home)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_TERMINAL_PROMPT", "0")
+                .env_remove("XDG_CONFIG_HOME")
+                .env_remove("GIT_ASKPASS")
+                .env_remove("SSH_ASKPASS")
+                .env_remove("BATON_PUSH_TOKEN")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            if let Some(t) = token {
+                cmd.env("BATON_PUSH_TOKEN", t);
+            }
+            let mut child = cmd.spawn().expect("git runs");
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(input.as_bytes())
+                .expect("write");
+            let out = child.wait_with_output().expect("git ends");
+            (
+                out.status.success(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            )
+        };
+        let ok = std::process::Command::new("bash")
+            .args(["-euc", script])
+            .env("HOME", &home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("XDG_CONFIG_HOME")
+            .status()
+            .expect("bash runs");
+        assert!(ok.success(), "{script}");
+        let ask = "protocol=https\nhost=github.com\npath=acme/shop.git\n\n";
+        let (ok, answer) = git(&["credential", "fill"], Some("ghs_secret123"), ask);
+        assert!(ok, "{answer}");
+        assert!(answer.contains("username=x-access-token\n"), "{answer}");
+        assert!(answer.contains("password=ghs_secret123\n"), "{answer}");
+        // Storing a credential (after a push) prints nothing and keeps nothing.
+        let (ok, _) = git(&["credential", "approve"], Some("ghs_secret123"), &answer);
+        assert!(ok);
+        let config = std::fs::read_to_string(home.join(".gitconfig")).expect("the config");
+        assert!(
+            config.contains("BATON_PUSH_TOKEN") && !config.contains("ghs_secret123"),
+            "{config}"
+        );
+        // Without the variable (an agent's cleared environment) the helper has no token to give.
+        let (_, answer) = git(&["credential", "fill"], None, ask);
+        assert!(!answer.contains("ghs_secret123"), "{answer}");
+        let _ = std::fs::remove_dir_all(&home);
     }
 
     /// The abuse test: an expression inside a script is pasted into the shell before it runs,
