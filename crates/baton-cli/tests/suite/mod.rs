@@ -19,6 +19,7 @@ mod parallel;
 mod plan_pipeline;
 mod planning;
 mod pm;
+mod pm_init;
 mod regression;
 mod sdd;
 mod set;
