@@ -73,34 +73,35 @@ fn pm_init_writes_the_workflows_keeps_them_on_a_rerun_and_never_replaces_an_edit
     }
     assert!(run.stdout.contains("nothing changed"), "{}", run.describe());
 
-    // The PM's file edited by hand, the agent's removed: refused, and nothing written.
+    // The agent's file edited by hand, the PM's (written first) removed: refused, and nothing
+    // written, not even the file that could have been.
     let edited = format!(
         "{}# our own step\n",
-        read(&p, PM_WORKFLOW).expect("written")
+        read(&p, AGENT_WORKFLOW).expect("written")
     );
-    p.write(PM_WORKFLOW, &edited);
-    std::fs::remove_file(p.root().join(AGENT_WORKFLOW)).expect("remove");
+    p.write(AGENT_WORKFLOW, &edited);
+    std::fs::remove_file(p.root().join(PM_WORKFLOW)).expect("remove");
     let run = p.run(&["pm", "init"]).expect_code(1);
     snapshot("pm_init_refused", &run);
     assert!(
         run.stderr
-            .contains(&format!("`{PM_WORKFLOW}` exists and differs"))
+            .contains(&format!("`{AGENT_WORKFLOW}` exists and differs"))
             && run.stderr.contains("--force"),
         "{}",
         run.describe()
     );
-    assert_eq!(read(&p, PM_WORKFLOW), Some(edited), "the edit is kept");
-    assert_eq!(read(&p, AGENT_WORKFLOW), None, "nothing is written");
+    assert_eq!(read(&p, AGENT_WORKFLOW), Some(edited), "the edit is kept");
+    assert_eq!(read(&p, PM_WORKFLOW), None, "nothing is written");
 
     // Forced: the edit is replaced, the missing file written.
     let run = p.ok(&["pm", "init", "--force"]);
     assert!(
-        run.stdout.contains(&format!("  replaced {PM_WORKFLOW}")),
+        run.stdout.contains(&format!("  replaced {AGENT_WORKFLOW}")),
         "{}",
         run.describe()
     );
     assert!(
-        run.stdout.contains(&format!("  wrote    {AGENT_WORKFLOW}")),
+        run.stdout.contains(&format!("  wrote    {PM_WORKFLOW}")),
         "{}",
         run.describe()
     );
