@@ -52,9 +52,8 @@ fn repo_name(repo: Option<&str>) -> Result<String> {
     }
 }
 
-/// The pipeline's settings: `[pipeline]`, the protocol's defaults, the Actions run's link.
-fn pipeline(cfg: &crate::config::Config, repo: &str) -> Result<Pipeline> {
-    let raw = &cfg.pipeline;
+/// The roles `[pipeline]` names, with the protocol's defaults.
+pub fn roles_of(raw: &baton_config::raw::RawPipeline) -> Result<Roles> {
     let d = Roles::default();
     let roles = Roles {
         analyst: raw.analyst.clone().unwrap_or(d.analyst),
@@ -73,6 +72,13 @@ fn pipeline(cfg: &crate::config::Config, repo: &str) -> Result<Pipeline> {
             );
         }
     }
+    Ok(roles)
+}
+
+/// The pipeline's settings: `[pipeline]`, the protocol's defaults, the Actions run's link.
+fn pipeline(cfg: &crate::config::Config, repo: &str) -> Result<Pipeline> {
+    let raw = &cfg.pipeline;
+    let roles = roles_of(raw)?;
     let dl = Limits::default();
     let limits = Limits {
         round_trips: raw.round_trips.unwrap_or(dl.round_trips).max(1),

@@ -20,6 +20,7 @@ mod plan_pipeline;
 mod planning;
 mod pm;
 mod pm_flow;
+mod pm_init;
 mod pm_rules;
 mod regression;
 mod sdd;

@@ -327,6 +327,7 @@ fn help_of_every_command() {
     snap("help_pm_import", &p, &["pm", "import", "--help"]);
     snap("help_pm", &p, &["pm", "--help"]);
     snap("help_pm_agent", &p, &["pm", "agent", "--help"]);
+    snap("help_pm_init", &p, &["pm", "init", "--help"]);
     snap("help_command", &p, &["help"]);
     snap("help_command_sprint", &p, &["help", "sprint"]);
     // clap reads `--help` after `help` as a command name.

@@ -8,6 +8,7 @@
 //! or `@owner`), each ending with a metadata footer
 //! (`_Agent: backend · Skills: … · Run: [#N](link)_`).
 
+pub mod actions;
 pub mod comments;
 pub mod decide;
 pub mod event;
