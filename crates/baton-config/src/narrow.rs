@@ -406,6 +406,25 @@ mod tests {
     }
 
     #[test]
+    fn an_untrusted_pipeline_may_ask_for_less_never_more() {
+        let (raw, ignored) = narrowed(
+            "[pipeline]\nmax_implementing = 9\nround_trips = 10\nowner = \"o\"\n\
+             [pipeline.agents]\nbackend = \"bmad-skill\"\n",
+        );
+        let p = &raw.pipeline;
+        assert_eq!(
+            (p.max_implementing, p.round_trips, p.agents.is_some()),
+            (None, None, false)
+        );
+        assert_eq!(p.owner.as_deref(), Some("o"), "what widens nothing stays");
+        assert_eq!(ignored.len(), 3, "{ignored:#?}");
+        let (raw, ignored) = narrowed("[pipeline]\nmax_implementing = 1\nround_trips = 2\n");
+        assert!(ignored.is_empty(), "{ignored:#?}");
+        assert_eq!(raw.pipeline.max_implementing, Some(1));
+        assert_eq!(raw.pipeline.round_trips, Some(2));
+    }
+
+    #[test]
     fn narrowing_settings_apply_untouched() {
         let toml = "[providers.anthropic]\nkind = \"anthropic\"\nmax_retries = 1\n\
                     [prices.\"script/t\"]\ninput_per_mtok = 1000.0\noutput_per_mtok = 1000.0\n\

@@ -662,3 +662,44 @@ fn a_project_field_mirrors_the_phase_and_a_missing_project_is_named() {
         Some("Needs Architecture")
     );
 }
+
+#[test]
+fn watch_passes_again_and_again_and_a_label_gone_mid_pass_is_no_error() {
+    let w = world(&Script::new(), "");
+    let n = ready_issue(&w, "Watched");
+    // Someone removes the old status label just before the pass does.
+    w.fake.fail_next(
+        "DELETE",
+        "/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}",
+        1,
+        Failure::Status(404),
+    );
+    let mut child = w
+        .command(&["pm", "--watch", "--interval", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("baton pm --watch starts");
+    let started = Instant::now();
+    let passes = || {
+        w.fake
+            .calls()
+            .iter()
+            .filter(|c| c.method == "GET" && c.path.ends_with("/issues"))
+            .count()
+    };
+    while passes() < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "fewer than 3 passes in 2 minutes"
+        );
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("baton pm --watch ended: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("stop");
+    let _ = child.wait();
+    assert_eq!(w.phase(n), "status/implementing");
+    assert_eq!(w.status_comments(n).len(), 1);
+}

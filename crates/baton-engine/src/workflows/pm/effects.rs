@@ -378,6 +378,7 @@ async fn one(
         }
     }
     if !pass.dry_run {
+        tidy_labels(&mut cx, &state).await?;
         write_status(&mut cx, &state).await?;
     }
     let to = state.phase().unwrap_or(from);
@@ -645,6 +646,25 @@ async fn apply(
         }
         Action::Wait(_) => Applied::Quiet,
     })
+}
+
+/// Leaves exactly the state's `status/*` label: a label a person removed while a pass removed
+/// it too, or one a stopped pass left beside the new one, is settled here.
+async fn tidy_labels(cx: &mut Ctx<'_>, state: &State) -> Result<(), PmError> {
+    let Some(phase) = state.phase() else {
+        return Ok(());
+    };
+    let stale: Vec<String> = cx
+        .labels
+        .iter()
+        .filter(|l| l.starts_with("status/") && **l != phase.label() && Phase::parse(l).is_some())
+        .cloned()
+        .collect();
+    cx.add_label(&phase.label()).await?;
+    for l in stale {
+        cx.remove_label(&l).await?;
+    }
+    Ok(())
 }
 
 /// Writes the status comment (once; edited in place after), and removes duplicates.
