@@ -119,7 +119,12 @@ pub(super) fn specialists() -> Script {
         .turn(
             "reviewer",
             &format!("(?s){}.*Fixed the greeting", re(issue)),
-            "No findings left.\n\nVerdict: approved",
+            // The reviewer agent's own answer format: its block's `passed` is the verdict.
+            "[low] src/greet.txt:1 — terse — fine\n\n```baton-review\n{\"passed\": true, \"findings\": [\
+             {\"severity\": \"low\", \"file\": \"src/greet.txt\", \"issue\": \"terse\"},\
+             {\"severity\": \"low\", \"file\": \"src/greet-fix.txt\", \"issue\": \"no newline check\"},\
+             {\"severity\": \"low\", \"file\": \"docs/issues/issue-1/design.md\", \"issue\": \"short\"}],\
+             \"must_fix\": [], \"summary\": \"Fixed.\"}\n```",
             vec![],
         )
         .turn(

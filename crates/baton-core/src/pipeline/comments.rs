@@ -67,8 +67,29 @@ pub fn role_named<'a>(name: &str, roles: &'a [String]) -> Option<&'a str> {
 }
 
 /// A reviewer's verdict: a line `Verdict: approved` or `Verdict: changes-requested` (also
-/// `changes requested`, `request changes`); `None` when there is none or it is unclear.
+/// `changes requested`, `request changes`), else the reviewer agent's own ```` ```baton-review ````
+/// block read by [`crate::verdict::parse_review`] (its `passed`); `None` when there is neither,
+/// or it is unclear.
 pub fn verdict(text: &str) -> Option<Review> {
+    match verdict_line(text) {
+        Line::Found(v) => return Some(v),
+        Line::Unclear => return None,
+        Line::None => {}
+    }
+    match crate::verdict::parse_review(text) {
+        crate::verdict::Verdict::Pass(_) => Some(Review::Approved),
+        crate::verdict::Verdict::Fail(_) => Some(Review::ChangesRequested),
+        crate::verdict::Verdict::Inconclusive { .. } => None,
+    }
+}
+
+enum Line {
+    Found(Review),
+    Unclear,
+    None,
+}
+
+fn verdict_line(text: &str) -> Line {
     let mut found = None;
     for line in text.lines() {
         let l = line
@@ -84,10 +105,10 @@ pub fn verdict(text: &str) -> Option<Review> {
             "changes-requested" | "changes requested" | "request changes" | "fail" => {
                 Some(Review::ChangesRequested)
             }
-            _ => return None,
+            _ => return Line::Unclear,
         };
     }
-    found
+    found.map_or(Line::None, Line::Found)
 }
 
 #[cfg(test)]
@@ -147,6 +168,22 @@ mod tests {
             verdict("Verdict: approved\nVerdict: changes requested"),
             Some(Review::ChangesRequested)
         );
+        let block = |passed: bool, severity: &str| {
+            format!(
+                "Findings.\n\n```baton-review\n{{\"passed\": {passed}, \"findings\": [\
+                 {{\"severity\": \"low\", \"file\": \"a\", \"issue\": \"x\"}},\
+                 {{\"severity\": \"low\", \"file\": \"b\", \"issue\": \"y\"}},\
+                 {{\"severity\": \"{severity}\", \"file\": \"c\", \"issue\": \"z\"}}],\
+                 \"must_fix\": [], \"summary\": \"s\"}}\n```"
+            )
+        };
+        assert_eq!(verdict(&block(true, "low")), Some(Review::Approved));
+        assert_eq!(
+            verdict(&block(false, "high")),
+            Some(Review::ChangesRequested)
+        );
+        // A block that contradicts its own findings is not a verdict.
+        assert_eq!(verdict(&block(true, "high")), None);
     }
 
     #[test]

@@ -93,7 +93,7 @@ pub fn read_answer(text: &str, roles: &[String], reviewer: bool) -> Answer {
     }
     let summary = text.trim().to_owned();
     if reviewer && verdict(text).is_none() {
-        return Answer::Blocked("the review gave no `Verdict:` line".into());
+        return Answer::Blocked("the review gave no verdict (no `baton-review` block)".into());
     }
     if summary.is_empty() {
         return Answer::Blocked("the agent's answer was empty".into());
@@ -125,8 +125,9 @@ fn task(
         )
     } else if role == p.roles.reviewer {
         "Review the changes on this branch against the issue's acceptance criteria and the \
-         project's standards. List each finding with its file. End with exactly one line \
-         `Verdict: approved` or `Verdict: changes-requested`."
+         project's standards, in the answer format of your instructions: its `baton-review` \
+         block's `passed` is your verdict (a line `Verdict: approved` or \
+         `Verdict: changes-requested` is read too)."
             .to_owned()
     } else {
         format!(
