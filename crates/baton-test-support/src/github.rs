@@ -1283,8 +1283,17 @@ fn create_issue(st: &mut State, body: Option<&Value>) -> Reply {
         return Reply::invalid("Issue", "title", "missing_field", None);
     };
     let text = body_str(body, "body").unwrap_or_default().to_owned();
-    let labels: Vec<String> = body
-        .and_then(|b| b.get("labels"))
+    let labels = body_strings(body, "labels");
+    let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let author = st.viewer.clone();
+    let title = title.to_owned();
+    let n = st.add_issue_rec(&title, &text, &refs, &author);
+    Reply::json(201, st.issue(n))
+}
+
+/// The strings of the array `key` of a request body (none when missing).
+fn body_strings(body: Option<&Value>, key: &str) -> Vec<String> {
+    body.and_then(|b| b.get(key))
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -1292,12 +1301,7 @@ fn create_issue(st: &mut State, body: Option<&Value>) -> Reply {
                 .map(str::to_owned)
                 .collect()
         })
-        .unwrap_or_default();
-    let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
-    let author = st.viewer.clone();
-    let title = title.to_owned();
-    let n = st.add_issue_rec(&title, &text, &refs, &author);
-    Reply::json(201, st.issue(n))
+        .unwrap_or_default()
 }
 
 fn body_str<'a>(body: Option<&'a Value>, key: &str) -> Option<&'a str> {
@@ -1415,16 +1419,7 @@ fn create_commit(st: &mut State, body: Option<&Value>) -> Reply {
     if !known_tree {
         return Reply::error(422, "Tree SHA does not exist");
     }
-    let parents: Vec<String> = body
-        .and_then(|b| b.get("parents"))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let parents = body_strings(body, "parents");
     let date = st.tick();
     let sha = sha_of(&format!(
         "{message}\n{tree}\n{parents:?}\n{date}\n{}",

@@ -21,7 +21,10 @@ fn import(p: &Project, fake: &FakeGitHub, extra: &[&str]) -> super::common::Run 
     run_guarded(cmd, &args)
 }
 
-fn check_contract(fake: &FakeGitHub) {
+/// Checks every request the fake received, and its answer, against GitHub's REST description
+/// (skipped with a note when it is not installed, unless required). GraphQL (publishing,
+/// auto-merge, a project's field) is not REST: the fake checks those mutations itself.
+pub(super) fn check_contract(fake: &FakeGitHub) {
     let Some(file) = std::env::var_os(ENV_FILE) else {
         assert!(
             std::env::var(ENV_REQUIRED).as_deref() != Ok("1"),
@@ -31,8 +34,8 @@ fn check_contract(fake: &FakeGitHub) {
         return;
     };
     let api = OpenApi::load(std::path::Path::new(&file)).expect("GitHub's description");
-    for call in fake.calls() {
-        if let Err(problems) = api.check_call(&call) {
+    for call in fake.calls().iter().filter(|c| c.path != "/graphql") {
+        if let Err(problems) = api.check_call(call) {
             panic!("{} {}: {problems:#?}", call.method, call.path);
         }
     }

@@ -8,7 +8,6 @@
 use super::common::Project;
 use super::sprint::{Script, Toml, call, command, re, run_guarded, sprint_project};
 use baton_test_support::github::FakeGitHub;
-use baton_test_support::openapi::{ENV_FILE, ENV_REQUIRED, OpenApi};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Command;
@@ -256,21 +255,7 @@ impl World {
     }
 
     pub(super) fn check_contract(&self) {
-        let Some(file) = std::env::var_os(ENV_FILE) else {
-            assert!(
-                std::env::var(ENV_REQUIRED).as_deref() != Ok("1"),
-                "{ENV_REQUIRED}=1 but {ENV_FILE} is not set"
-            );
-            eprintln!("SKIPPED: the contract check ({ENV_FILE} is not set)");
-            return;
-        };
-        let api = OpenApi::load(std::path::Path::new(&file)).expect("GitHub's description");
-        // GraphQL (marking ready, auto-merge) is not REST: the fake checks those mutations.
-        for call in self.fake.calls().iter().filter(|c| c.path != "/graphql") {
-            if let Err(problems) = api.check_call(call) {
-                panic!("{} {}: {problems:#?}", call.method, call.path);
-            }
-        }
+        super::pm::check_contract(&self.fake);
     }
 
     /// Nothing secret in any request body, comment, or file under `.baton/`.

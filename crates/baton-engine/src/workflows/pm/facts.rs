@@ -71,6 +71,20 @@ fn secs(t: jiff::Timestamp) -> Secs {
     t.as_second()
 }
 
+/// Comments as [`status_comment::pick`] takes them: `(id, author, body)`.
+pub fn triples(comments: &[Comment]) -> Vec<(u64, &str, &str)> {
+    comments
+        .iter()
+        .map(|c| {
+            (
+                c.id,
+                c.user.as_ref().map_or("", |u| u.login.as_str()),
+                c.body.as_str(),
+            )
+        })
+        .collect()
+}
+
 /// The phase a set of labels names, when exactly one `status/*` label does.
 pub fn phase_of_labels(labels: &[String]) -> Option<Phase> {
     let mut phases = labels
@@ -114,16 +128,7 @@ pub async fn read(
     labels: &[String],
 ) -> Result<Read, ForgeError> {
     let comments = forge.list_comments(number).await?;
-    let triples: Vec<(u64, &str, &str)> = comments
-        .iter()
-        .map(|c| {
-            (
-                c.id,
-                c.user.as_ref().map_or("", |u| u.login.as_str()),
-                c.body.as_str(),
-            )
-        })
-        .collect();
+    let triples = triples(&comments);
     let labelled = phase_of_labels(labels);
     let (mut state, status, duplicates, mut rebuilt) =
         match status_comment::pick(&triples, &p.login) {

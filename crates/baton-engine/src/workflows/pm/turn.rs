@@ -215,16 +215,7 @@ impl PmTurn {
         let issue = forge.get_issue(self.issue).await?;
         let comments = forge.list_comments(self.issue).await?;
         // The assignment this turn answers (from the PM's state), so a rerun finds its comments.
-        let triples: Vec<(u64, &str, &str)> = comments
-            .iter()
-            .map(|c| {
-                (
-                    c.id,
-                    c.user.as_ref().map_or("", |u| u.login.as_str()),
-                    c.body.as_str(),
-                )
-            })
-            .collect();
+        let triples = super::facts::triples(&comments);
         let assigned_at = match status_comment::pick(&triples, &p.login) {
             Pick::One { keep, .. } => comments
                 .iter()
