@@ -1052,3 +1052,87 @@ impl Forge for GitHub {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_link_is_read_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::LINK,
+            HeaderValue::from_static(
+                "<https://api.github.com/repositories/1/issues?page=3>; rel=\"next\", \
+                 <https://api.github.com/repositories/1/issues?page=9>; rel=\"last\"",
+            ),
+        );
+        assert_eq!(
+            next_link(&headers).as_deref(),
+            Some("https://api.github.com/repositories/1/issues?page=3")
+        );
+        headers.insert(
+            header::LINK,
+            HeaderValue::from_static("<https://api.github.com/x?page=1>; rel=\"prev\""),
+        );
+        assert_eq!(next_link(&headers), None);
+    }
+
+    #[test]
+    fn segments_are_percent_encoded() {
+        assert_eq!(enc("agent/backend"), "agent%2Fbackend");
+        assert_eq!(enc("me:feature x"), "me%3Afeature%20x");
+        assert_eq!(enc("a-b_c.d~"), "a-b_c.d~");
+    }
+
+    #[test]
+    fn rate_limits_are_read_from_headers_and_messages() {
+        let now = Timestamp::from_second(1_000).unwrap();
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("7"));
+        assert_eq!(
+            rate_limit_until(403, &headers, b"", now),
+            Some(Timestamp::from_second(1_007).unwrap())
+        );
+        let mut headers = HeaderMap::new();
+        headers.insert("x-ratelimit-remaining", HeaderValue::from_static("0"));
+        headers.insert("x-ratelimit-reset", HeaderValue::from_static("1500"));
+        assert_eq!(
+            rate_limit_until(403, &headers, b"", now),
+            Some(Timestamp::from_second(1_500).unwrap())
+        );
+        let secondary = br#"{"message":"You have exceeded a secondary rate limit."}"#;
+        assert_eq!(
+            rate_limit_until(403, &HeaderMap::new(), secondary, now),
+            Some(Timestamp::from_second(1_060).unwrap())
+        );
+        let denied = br#"{"message":"Resource not accessible by integration"}"#;
+        assert_eq!(rate_limit_until(403, &HeaderMap::new(), denied, now), None);
+    }
+
+    #[test]
+    fn the_etag_cache_drops_its_oldest_entry() {
+        let mut cache = EtagCache::default();
+        let answer = |body: &[u8]| Cached {
+            etag: HeaderValue::from_static("\"a\""),
+            link: None,
+            body: body.to_vec(),
+        };
+        cache.put(2, "u1", answer(b"1"));
+        cache.put(2, "u2", answer(b"2"));
+        cache.put(2, "u3", answer(b"3"));
+        assert!(cache.get("u1").is_none());
+        assert_eq!(cache.get("u3").map(|c| c.body), Some(b"3".to_vec()));
+    }
+
+    #[test]
+    fn graphql_sits_next_to_the_rest_base() {
+        let token = || Token::new("t");
+        let cloud = GitHub::new("https://api.github.com/", "o", "r", token()).unwrap();
+        assert_eq!(cloud.graphql, "https://api.github.com/graphql");
+        let ghes = GitHub::new("https://ghe.example/api/v3", "o", "r", token()).unwrap();
+        assert_eq!(ghes.graphql, "https://ghe.example/api/graphql");
+        assert!(GitHub::new("ftp://x", "o", "r", token()).is_err());
+        assert!(GitHub::new("https://x", "o/x", "r", token()).is_err());
+    }
+}
