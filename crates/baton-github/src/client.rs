@@ -1057,6 +1057,84 @@ impl Forge for GitHub {
 mod tests {
     use super::*;
 
+    /// Every GraphQL document the client sends, with variables as it sends them, validated by
+    /// graphql-js against GitHub's own GraphQL schema (npm `@octokit/graphql-schema`, pinned,
+    /// installed by `.ci/run`): the documents parse, every field and argument exists with its
+    /// type, and the variables coerce to their declared types.
+    #[test]
+    fn graphql_documents_are_valid_against_githubs_schema() {
+        const ENV: &str = "BATON_TEST_GRAPHQL_SCHEMA";
+        let Some(dir) = std::env::var_os(ENV) else {
+            assert!(
+                std::env::var(format!("{ENV}_REQUIRED")).as_deref() != Ok("1"),
+                "{ENV}_REQUIRED=1 but {ENV} is not set"
+            );
+            eprintln!("SKIPPED: GitHub's GraphQL schema ({ENV} is not set)");
+            return;
+        };
+        let id = "PR_kwDOAAA";
+        let docs = json!([
+            ["markPullRequestReadyForReview", MARK_READY, { "id": id }],
+            ["enablePullRequestAutoMerge", AUTO_MERGE, { "id": id, "method": MergeMethod::Squash.graphql() }],
+            ["projectV2 field", PROJECT_FIELD, { "owner": "acme", "number": 3, "field": "Status" }],
+            ["addProjectV2ItemById", ADD_ITEM, { "project": "PVT_1", "content": "I_1" }],
+            ["updateProjectV2ItemFieldValue", SET_FIELD, { "project": "PVT_1", "item": "PVTI_1", "field": "PVTSSF_1", "option": "o1" }],
+            // The check must be able to fail: a field GitHub does not have, a wrong variable.
+            ["a wrong field (must fail)", "query { viewer { loginName } }", {}],
+            ["a wrong variable (must fail)", AUTO_MERGE, { "id": id, "method": "FAST_FORWARD" }]
+        ]);
+        let script = r#"
+const path = require('path');
+const fs = require('fs');
+const dir = process.argv[1];
+const g = require(path.join(dir, 'graphql'));
+const { getVariableValues } = require(path.join(dir, 'graphql/execution/values'));
+const schema = g.buildClientSchema(JSON.parse(fs.readFileSync(path.join(dir, '@octokit/graphql-schema/schema.json'), 'utf8')));
+const out = [];
+for (const [name, text, vars] of JSON.parse(fs.readFileSync(0, 'utf8'))) {
+  let errors = [];
+  try {
+    const doc = g.parse(text);
+    errors = g.validate(schema, doc).map(e => e.message);
+    const op = doc.definitions[0];
+    const coerced = getVariableValues(schema, op.variableDefinitions || [], vars);
+    if (coerced.errors) errors.push(...coerced.errors.map(e => e.message));
+  } catch (e) { errors.push(String(e)); }
+  out.push([name, errors]);
+}
+console.log(JSON.stringify(out));
+"#;
+        let mut child = std::process::Command::new("node")
+            .arg("-e")
+            .arg(script)
+            .arg(&dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("node runs");
+        {
+            use std::io::Write as _;
+            let mut stdin = child.stdin.take().expect("stdin");
+            stdin.write_all(docs.to_string().as_bytes()).expect("write");
+        }
+        let out = child.wait_with_output().expect("node ends");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let results: Vec<(String, Vec<String>)> =
+            serde_json::from_slice(&out.stdout).expect("the validator's JSON");
+        for (name, errors) in &results {
+            if name.ends_with("(must fail)") {
+                assert!(!errors.is_empty(), "{name} passed: the check cannot fail");
+            } else {
+                assert!(errors.is_empty(), "{name}: {errors:#?}");
+            }
+        }
+        assert_eq!(results.len(), 7);
+    }
+
     #[test]
     fn next_link_is_read_among_others() {
         let mut headers = HeaderMap::new();
