@@ -253,7 +253,12 @@ fn print_pass(r: &PassReport) {
     for n in &r.notes {
         println!("  note: {n}");
     }
-    println!("pass {}: {} issues looked at", r.run, r.issues.len());
+    println!(
+        "pass {}: {} issue{} looked at",
+        r.run,
+        r.issues.len(),
+        if r.issues.len() == 1 { "" } else { "s" }
+    );
 }
 
 fn pass(root: &Path, args: &PmPassArgs) -> Result<Code> {

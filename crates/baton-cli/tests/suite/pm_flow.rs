@@ -274,6 +274,27 @@ impl World {
     }
 }
 
+/// A snapshot of what a pipeline command printed, its run id made stable.
+fn snapshot(name: &str, run: &super::common::Run) {
+    let stable = |t: &str| {
+        regex::Regex::new(r"pm(-agent)?-\d{8}T\d{6}Z-\d+")
+            .expect("a regex")
+            .replace_all(t, "pm$1-RUN")
+            .into_owned()
+    };
+    let text = format!(
+        "$ baton {}\nexit: {}\n--- stdout ---\n{}--- stderr ---\n{}",
+        run.args,
+        run.code.map_or("killed".to_owned(), |c| c.to_string()),
+        stable(&run.stdout),
+        stable(&run.stderr)
+    );
+    let mut settings = insta::Settings::clone_current();
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.bind(|| insta::assert_snapshot!(name, text));
+}
+
 fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -308,6 +329,7 @@ fn an_issue_flows_from_triage_to_done_with_one_status_comment() {
         "{}",
         run.describe()
     );
+    snapshot("pm_pass_first", &run);
     assert_eq!(w.phase(n), "status/needs-story");
     assert_eq!(w.agent_labels(n), ["agent/business-analyst"]);
     // A pass with nothing new does nothing.
@@ -344,6 +366,7 @@ fn an_issue_flows_from_triage_to_done_with_one_status_comment() {
     let main_before = git(&w.bare, &["rev-parse", "main"]);
     let run = w.turn(n, "backend");
     assert!(run.stdout.contains("branch pushed"), "{}", run.describe());
+    snapshot("pm_agent_backend", &run);
     let pr = w.pull_of(n).expect("the implementer opened a pull request");
     assert_eq!(
         git(&w.bare, &["rev-parse", "main"]),
@@ -394,7 +417,8 @@ fn an_issue_flows_from_triage_to_done_with_one_status_comment() {
     w.pass();
     assert_eq!(w.phase(n), "status/in-review");
     w.turn(n, "reviewer");
-    w.pass();
+    let run = w.pass();
+    snapshot("pm_pass_publishes", &run);
     assert_eq!(w.phase(n), "status/ready-to-merge");
     let pull = w.fake.pull(pr);
     assert_eq!(pull["draft"], false, "the PM published it");
