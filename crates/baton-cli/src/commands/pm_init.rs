@@ -118,7 +118,8 @@ fn next_steps(opts: &Options) {
          \x20 3. Allow auto-merge (Settings > General) and protect the default branch with your\n\
          \x20    required checks and a required review: the PM publishes a pull request, with\n\
          \x20    auto-merge, only once CI is green and the review approved.\n\
-         \x20 4. Commit and push `.github/workflows/`. The first pass creates the labels it routes\n\
+         \x20 4. Set BATON_GIT in both files to the repository you install baton from.\n\
+         \x20 5. Commit and push `.github/workflows/`. The first pass creates the labels it routes\n\
          \x20    with ({labels})\n\
          \x20    and the status labels ({first} … {last}).",
         providers = PROVIDER_SECRETS.join(", "),

@@ -292,7 +292,8 @@ fn trust_step() -> &'static str {
 /// The env both files set at workflow level: what to install.
 fn install_env(version: &str) -> String {
     format!(
-        "# The baton the jobs install (a git tag `vBATON_VERSION` of BATON_GIT).\n\
+        "# The baton the jobs install: the git tag `vBATON_VERSION` of BATON_GIT. Set BATON_GIT to\n\
+         # the repository you install baton from (its home, or your mirror).\n\
          env:\n  BATON_VERSION: \"{version}\"\n  BATON_GIT: {BATON_GIT}\n"
     )
 }
