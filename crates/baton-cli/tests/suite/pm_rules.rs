@@ -703,3 +703,23 @@ fn watch_passes_again_and_again_and_a_label_gone_mid_pass_is_no_error() {
     assert_eq!(w.phase(n), "status/implementing");
     assert_eq!(w.status_comments(n).len(), 1);
 }
+
+#[test]
+fn a_login_that_is_not_the_tokens_is_named_before_a_second_status_comment() {
+    let w = world(&Script::new(), "");
+    w.fake.set_viewer("my-app[bot]");
+    let n = ready_issue(&w, "Whose comment?");
+    let run = w.run(&["pm"]).expect_code(1);
+    assert!(
+        run.stderr.contains(
+            "the token posts as `my-app[bot]`, but `[pipeline] login` is `baton-pm[bot]`"
+        ),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        w.status_comments(n).is_empty(),
+        "the comment it could not find again is gone"
+    );
+    assert_eq!(w.phase(n), "status/ready", "nothing else was done");
+}

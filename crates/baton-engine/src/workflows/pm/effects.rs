@@ -331,6 +331,17 @@ async fn one(
     if cx.read.status.is_none() && !pass.dry_run {
         let body = status_comment::render(&state, &p.footer("product-manager", SKILLS));
         let c = forge.create_comment(issue.number, &body).await?;
+        // Found again by its author on the next pass: it must be the account `login` names.
+        let author = c.user.as_ref().map(|u| u.login.clone()).unwrap_or_default();
+        if author != p.login {
+            let _ = forge.delete_comment(c.id).await;
+            return Err(PmError::Other(format!(
+                "the token posts as `{author}`, but `[pipeline] login` is `{}`: set \
+                 `login = \"{author}\"` under [pipeline] in baton.toml, or the PM would not \
+                 find its status comments again",
+                p.login
+            )));
+        }
         cx.read.status = Some(c.id);
         cx.read.comments.push(c);
     }
