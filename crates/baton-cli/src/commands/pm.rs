@@ -333,7 +333,6 @@ fn agent(root: &Path, args: &PmAgentArgs) -> Result<Code> {
         issue: args.issue,
         role,
         remote: args.remote.clone(),
-        root: root.to_path_buf(),
     };
     let report: TurnReport = render::run(spec, workflow, render::Style::Quiet)?;
     job_summary(&format!(

@@ -110,6 +110,9 @@ pub enum PmError {
     /// The journal failed.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// git failed in the checkout.
+    #[error(transparent)]
+    Git(#[from] baton_agent::workspace::git::GitError),
     /// Anything else, said plainly.
     #[error("{0}")]
     Other(String),

@@ -17,15 +17,17 @@ use crate::run::Run;
 use crate::workflow::Workflow;
 use crate::workflows::bmad::task::quote;
 use baton_agent::outcome::Status;
+use baton_agent::workspace::git::Git;
 use baton_core::pipeline::comments::{role_named, role_title, turn_marker, verdict};
 use baton_core::pipeline::decide::Review;
 use baton_core::pipeline::status_comment::{self, Pick};
 use baton_core::pipeline::{PM, says_blocked};
 use baton_github::{Forge, ForgeError, NewPull};
 use serde::Serialize;
-use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::process::Command;
+
+/// The variable the Actions workflow's git credential helper reads the push token from.
+pub const PUSH_TOKEN: &str = "BATON_PUSH_TOKEN";
 
 /// A specialist's turn.
 pub struct PmTurn {
@@ -39,8 +41,6 @@ pub struct PmTurn {
     pub role: String,
     /// The git remote to push to.
     pub remote: String,
-    /// The checkout.
-    pub root: PathBuf,
 }
 
 /// What a turn did.
@@ -152,25 +152,6 @@ fn task(
     )
 }
 
-async fn git(root: &PathBuf, args: &[&str]) -> Result<String, PmError> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .env_remove("GITHUB_TOKEN")
-        .output()
-        .await
-        .map_err(|e| PmError::Other(format!("cannot run git: {e}")))?;
-    if !out.status.success() {
-        return Err(PmError::Other(format!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 impl Workflow for PmTurn {
     type Report = TurnReport;
 
@@ -240,29 +221,27 @@ impl PmTurn {
         }
         // The branch: the issue's, fetched when it exists, else from the checkout's HEAD.
         let branch = branch_of(self.issue);
-        if !git(
-            &self.root,
-            &["status", "--porcelain", "--untracked-files=no"],
-        )
-        .await?
-        .trim()
-        .is_empty()
+        let unit = run.unit(UnitKey::Issue(self.issue));
+        let git = unit.workspace.git();
+        if !git
+            .run(&["status", "--porcelain", "--untracked-files=no"])
+            .await?
+            .trim()
+            .is_empty()
         {
             return Err(PmError::Other(
                 "the checkout has uncommitted changes; a turn needs a clean checkout".into(),
             ));
         }
-        let fetched = git(&self.root, &["fetch", "--quiet", &self.remote, &branch])
+        let fetched = git
+            .run(&["fetch", "--quiet", &self.remote, &branch])
             .await
             .is_ok();
         if fetched {
-            git(
-                &self.root,
-                &["checkout", "--quiet", "-B", &branch, "FETCH_HEAD"],
-            )
-            .await?;
+            git.run(&["checkout", "--quiet", "-B", &branch, "FETCH_HEAD"])
+                .await?;
         } else {
-            git(&self.root, &["checkout", "--quiet", "-B", &branch]).await?;
+            git.run(&["checkout", "--quiet", "-B", &branch]).await?;
         }
         let thread: String = comments
             .iter()
@@ -277,7 +256,6 @@ impl PmTurn {
             })
             .collect();
         let agent = p.agent_of(&self.role);
-        let unit = run.unit(UnitKey::Issue(self.issue));
         let outcome = run
             .run_agent(
                 &unit,
@@ -295,52 +273,38 @@ impl PmTurn {
             )),
         };
         report.summary = outcome.summary.clone();
-        // Commit and push what the agent changed.
-        git(&self.root, &["add", "-A", "--", ".", ":(exclude).baton"]).await?;
-        let staged = !git(&self.root, &["diff", "--cached", "--name-only"])
-            .await?
-            .trim()
-            .is_empty();
-        if staged {
-            let message = format!(
-                "#{}: {} turn\n\n{}",
-                self.issue,
-                role_title(&self.role),
-                first_line(&outcome.summary)
-            );
-            git(
-                &self.root,
-                &[
-                    "-c",
-                    "user.name=baton",
-                    "-c",
-                    "user.email=baton@localhost",
-                    "commit",
-                    "--quiet",
-                    "-m",
-                    &message,
-                ],
-            )
-            .await?;
-        }
+        // Commit and push what the agent changed (baton's own state is never staged).
+        let message = format!(
+            "#{}: {} turn\n\n{}",
+            self.issue,
+            role_title(&self.role),
+            first_line(&outcome.summary)
+        );
+        let staged = unit.workspace.commit_all(&message).await?.is_some();
+        // On the remote already (an earlier turn, or a run stopped before its pull request).
         let ahead = staged || fetched;
         if staged {
-            git(
-                &self.root,
-                &[
+            // baton's own push keeps the push credential the agents' commands never see.
+            let keep: Vec<String> = git
+                .env_remove()
+                .iter()
+                .filter(|v| *v != PUSH_TOKEN)
+                .cloned()
+                .collect();
+            Git::new(unit.workspace.root(), keep)
+                .run(&[
                     "push",
                     "--quiet",
                     &self.remote,
                     &format!("HEAD:refs/heads/{branch}"),
-                ],
-            )
-            .await?;
+                ])
+                .await?;
             report.pushed = true;
         }
         // The implementer's draft pull request.
         let pulls = forge.list_pulls_for_branch(&branch).await?;
         let mut pull = pulls.iter().find(|p| p.state == "open").map(|p| p.number);
-        if pull.is_none() && ahead && self.role == p.roles.implementer && report.pushed {
+        if pull.is_none() && ahead && self.role == p.roles.implementer {
             let base = p.base.clone();
             let created = forge
                 .create_pull(&NewPull {
