@@ -62,6 +62,28 @@ impl Stamp {
         Stamp::new(num(y)?, num(m)?, num(d)?, hour, minute)
     }
 
+    /// The UTC minute of `secs` seconds since 1970-01-01 (the inverse of
+    /// [`Stamp::days_since_epoch`], with the time of day); `None` outside years 0–9999.
+    pub fn from_unix(secs: i64) -> Option<Stamp> {
+        let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        Stamp::new(
+            u16::try_from(year).ok().filter(|y| *y <= 9999)?,
+            u8::try_from(month).ok()?,
+            u8::try_from(day).ok()?,
+            u8::try_from(rest / 3_600).ok()?,
+            u8::try_from(rest % 3_600 / 60).ok()?,
+        )
+    }
+
     /// Days since 1970-01-01 (proleptic Gregorian), for staleness checks.
     pub fn days_since_epoch(&self) -> i64 {
         let (y, m, d) = (
@@ -123,6 +145,27 @@ mod tests {
             Some(Stamp::new(2026, 3, 14, 0, 0).unwrap())
         );
         assert_eq!(Stamp::parse("'03-14-2026 09:05'"), Some(want));
+    }
+
+    #[test]
+    fn unix_seconds_read_back_as_the_day_they_count() {
+        // 2026-01-05 09:00:00 UTC, and a leap day.
+        assert_eq!(
+            Stamp::from_unix(1_767_603_600),
+            Stamp::new(2026, 1, 5, 9, 0)
+        );
+        assert_eq!(
+            Stamp::from_unix(951_782_399),
+            Stamp::new(2000, 2, 28, 23, 59)
+        );
+        assert_eq!(Stamp::from_unix(951_782_400), Stamp::new(2000, 2, 29, 0, 0));
+        assert_eq!(Stamp::from_unix(0), Stamp::new(1970, 1, 1, 0, 0));
+        for days in [-719_468_i64, -1, 0, 59, 10_957, 20_458, 2_932_896] {
+            let t = Stamp::from_unix(days * 86_400 + 3_600).expect("in range");
+            assert_eq!(t.days_since_epoch(), days, "{t}");
+            assert_eq!(t.hour, 1);
+        }
+        assert_eq!(Stamp::from_unix(-719_529 * 86_400), None, "before year 0");
     }
 
     #[test]

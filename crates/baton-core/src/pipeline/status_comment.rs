@@ -118,23 +118,15 @@ pub fn is_status(body: &str) -> bool {
     body.trim_start().starts_with(MARKER)
 }
 
-/// `at` (Unix seconds) as `YYYY-MM-DD HH:MM UTC` (days to a civil date: H. Hinnant's algorithm).
+/// `at` (Unix seconds) as `YYYY-MM-DD HH:MM UTC`.
 fn when(at: Secs) -> String {
-    let (days, secs) = (at.div_euclid(86_400), at.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        secs / 3_600,
-        secs % 3_600 / 60
-    )
+    match crate::stamp::Stamp::from_unix(at) {
+        Some(t) => format!(
+            "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+            t.year, t.month, t.day, t.hour, t.minute
+        ),
+        None => format!("{at} s after 1970 UTC"),
+    }
 }
 
 /// The comment for `state`, ending with `footer` (the pipeline's metadata line).
