@@ -100,7 +100,7 @@ pub(super) fn specialists() -> Script {
                 // The token is not in the environment of what an agent runs.
                 call(
                     "run_command",
-                    json!({ "program": "python3", "args": ["-c", "import os; open('src/env.txt', 'w').write(os.environ.get('GITHUB_TOKEN', 'none'))"] }),
+                    json!({ "program": "python3", "args": ["-c", "import os; open('src/env.txt', 'w').write(os.environ.get('GITHUB_TOKEN', 'none') + ' ' + os.environ.get('BATON_PUSH_TOKEN', 'none'))"] }),
                 ),
                 // A push of its own, past the pull request and its review: refused.
                 call(
@@ -174,7 +174,9 @@ pub(super) fn world(script: &Script, pipeline: &str) -> World {
 impl World {
     pub(super) fn command(&self, args: &[&str]) -> Command {
         let mut cmd = command(&self.p, args);
+        // The push credential the Actions workflow's git credential helper reads.
         cmd.env("GITHUB_TOKEN", TOKEN)
+            .env("BATON_PUSH_TOKEN", TOKEN)
             .env("GITHUB_API_URL", self.fake.base_url())
             .env(
                 "GITHUB_REPOSITORY",
@@ -381,7 +383,7 @@ fn an_issue_flows_from_triage_to_done_with_one_status_comment() {
     );
     assert_eq!(
         git(&w.bare, &["show", "baton/issue-1:src/env.txt"]),
-        "none",
+        "none none",
         "an agent's command saw no token"
     );
     assert_eq!(w.fake.pull(pr)["draft"], true, "agents open drafts only");
