@@ -1,20 +1,22 @@
 //! The Anthropic Messages API client.
 //!
 //! `POST {base_url}/v1/messages` with `stream: true`. The system prompt is the top-level
-//! `system`; assistant turns are `text` and `tool_use` content blocks; tool results travel in a
-//! *user* message whose content starts with `tool_result` blocks (consecutive results merged into
-//! one message). The stream is named SSE events: `message_start` (input and cache usage),
+//! `system`, as a text block; the conversation is folded into turns the API accepts
+//! ([`crate::conversation`]): roles alternate from `user`, assistant turns are `text` and
+//! `tool_use` blocks, and the results of an assistant turn's calls open the very next user
+//! message as `tool_result` blocks, any text after them. The stream is named SSE events: `message_start` (input and cache usage),
 //! `content_block_start/delta/stop` per block (`input_json_delta` fragments are concatenated and
 //! parsed at the block's stop), `message_delta` (stop reason, cumulative output tokens),
 //! `message_stop`; `ping` and unknown events are ignored, an `error` event ends the attempt
 //! (`overloaded_error` and `api_error` are retried).
 
 use crate::client::{BoxFuture, ModelClient, StreamSink};
+use crate::conversation::{self, Turn, WireCall};
 use crate::error::LlmError;
 use crate::retry::Endpoint;
 use crate::retry::{Failure, Flow, HttpCall, RetryPolicy, StreamDecoder, emit};
 use crate::sse::SseEvent;
-use crate::types::{ChatRequest, ChatResponse, Message, StopReason, StreamEvent, ToolCall, Usage};
+use crate::types::{ChatRequest, ChatResponse, StopReason, StreamEvent, ToolCall, Usage};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
@@ -86,63 +88,12 @@ impl ModelClient for AnthropicClient {
     }
 }
 
-/// The JSON body of a streamed Messages request.
+/// The JSON body of a streamed Messages request: the conversation folded into turns the API
+/// accepts ([`conversation::turns`]), `system` as a text block.
 pub(crate) fn request_body(request: &ChatRequest) -> Value {
-    // (role, content blocks); a user message made only of tool results can take more of them.
-    let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
-    for message in &request.messages {
-        let (role, blocks) = match message {
-            Message::User { text } if text.is_empty() => continue,
-            Message::User { text } => ("user", vec![json!({"type": "text", "text": text})]),
-            Message::Assistant { text, tool_calls } => {
-                let mut blocks = Vec::new();
-                if !text.is_empty() {
-                    blocks.push(json!({"type": "text", "text": text}));
-                }
-                for call in tool_calls {
-                    let input = match &call.arguments {
-                        Ok(value @ Value::Object(_)) => value.clone(),
-                        _ => Value::Object(Map::new()),
-                    };
-                    blocks.push(json!({
-                        "type": "tool_use", "id": call.id, "name": call.name, "input": input,
-                    }));
-                }
-                if blocks.is_empty() {
-                    // The API rejects empty assistant turns; an empty answer carries nothing.
-                    continue;
-                }
-                ("assistant", blocks)
-            }
-            Message::ToolResult {
-                call_id,
-                content,
-                is_error,
-                ..
-            } => (
-                "user",
-                vec![json!({
-                    "type": "tool_result",
-                    "tool_use_id": call_id,
-                    "content": content,
-                    "is_error": is_error,
-                })],
-            ),
-        };
-        match messages.last_mut() {
-            // Results must open the user turn; text may follow them.
-            Some(("user", previous))
-                if previous.iter().all(|b| b["type"] == "tool_result")
-                    || blocks.iter().all(|b| b["type"] == "text") =>
-            {
-                previous.extend(blocks);
-            }
-            _ => messages.push((role, blocks)),
-        }
-    }
-    let messages: Vec<Value> = messages
-        .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
+    let messages: Vec<Value> = conversation::turns(&request.messages)
+        .iter()
+        .map(message)
         .collect();
     let mut body = Map::new();
     body.insert("model".into(), request.model.as_str().into());
@@ -151,7 +102,10 @@ pub(crate) fn request_body(request: &ChatRequest) -> Value {
         request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS).into(),
     );
     if !request.system.is_empty() {
-        body.insert("system".into(), request.system.as_str().into());
+        body.insert(
+            "system".into(),
+            json!([{"type": "text", "text": request.system}]),
+        );
     }
     body.insert("messages".into(), messages.into());
     if !request.tools.is_empty() {
@@ -169,6 +123,41 @@ pub(crate) fn request_body(request: &ChatRequest) -> Value {
     }
     body.insert("stream".into(), true.into());
     Value::Object(body)
+}
+
+/// One turn as a Messages API message: a user turn's results before its texts, an assistant
+/// turn's text before its `tool_use` blocks.
+fn message(turn: &Turn<'_>) -> Value {
+    match turn {
+        Turn::User { results, texts } => {
+            let results = results.iter().map(|r| {
+                json!({
+                    "type": "tool_result",
+                    "tool_use_id": r.id,
+                    "content": r.content,
+                    "is_error": r.is_error,
+                })
+            });
+            let texts = texts.iter().map(|t| json!({"type": "text", "text": t}));
+            json!({"role": "user", "content": results.chain(texts).collect::<Vec<_>>()})
+        }
+        Turn::Assistant { text, calls } => {
+            let mut blocks = Vec::with_capacity(calls.len() + 1);
+            if !text.is_empty() {
+                blocks.push(json!({"type": "text", "text": text}));
+            }
+            for WireCall { id, call } in calls {
+                let input = match &call.arguments {
+                    Ok(value @ Value::Object(_)) => value.clone(),
+                    _ => Value::Object(Map::new()),
+                };
+                blocks.push(json!({
+                    "type": "tool_use", "id": id, "name": call.name, "input": input,
+                }));
+            }
+            json!({"role": "assistant", "content": blocks})
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -376,7 +365,7 @@ impl StreamDecoder for AnthropicDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::ToolSpec;
+    use crate::types::{Message, ToolSpec};
 
     fn result(id: &str, content: &str, is_error: bool) -> Message {
         Message::ToolResult {
@@ -417,7 +406,10 @@ mod tests {
             agent: "scout".into(),
         };
         let body = request_body(&request);
-        assert_eq!(body["system"], "be brief");
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "be brief"}])
+        );
         assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
         assert_eq!(body["temperature"], 0.5);
         let messages = body["messages"].as_array().map(Vec::len);
@@ -438,6 +430,63 @@ mod tests {
         assert_eq!(
             body["tools"][0],
             json!({"name": "read", "description": "reads", "input_schema": {"type": "object"}})
+        );
+    }
+
+    /// user task → call → result → call → result → two parallel calls → both results → final
+    /// text: roles alternate, each result answers the assistant turn just before it.
+    #[test]
+    fn a_multi_turn_tool_conversation_alternates_and_pairs_every_call() {
+        let call = |id: &str, path: &str| {
+            ToolCall::new(id, "read_file", format!(r#"{{"path":"{path}"}}"#))
+        };
+        let request = ChatRequest {
+            model: "claude-x".into(),
+            system: "sys".into(),
+            messages: vec![
+                Message::User {
+                    text: "task".into(),
+                },
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![call("toolu_1", "a")],
+                },
+                result("toolu_1", "A", false),
+                Message::Assistant {
+                    text: "Next.".into(),
+                    tool_calls: vec![call("toolu_2", "b")],
+                },
+                result("toolu_2", "B", false),
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![call("toolu_3", "c"), call("toolu_4", "d")],
+                },
+                result("toolu_3", "C", false),
+                result("toolu_4", "no such file", true),
+                Message::Assistant {
+                    text: "Done.".into(),
+                    tool_calls: Vec::new(),
+                },
+            ],
+            tools: Vec::new(),
+            max_tokens: None,
+            temperature: None,
+            agent: "developer".into(),
+        };
+        let use_ = |id: &str, path: &str| json!({"type": "tool_use", "id": id, "name": "read_file", "input": {"path": path}});
+        let res = |id: &str, content: &str, is_error: bool| json!({"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error});
+        assert_eq!(
+            request_body(&request)["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "task"}]},
+                {"role": "assistant", "content": [use_("toolu_1", "a")]},
+                {"role": "user", "content": [res("toolu_1", "A", false)]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Next."}, use_("toolu_2", "b")]},
+                {"role": "user", "content": [res("toolu_2", "B", false)]},
+                {"role": "assistant", "content": [use_("toolu_3", "c"), use_("toolu_4", "d")]},
+                {"role": "user", "content": [res("toolu_3", "C", false), res("toolu_4", "no such file", true)]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+            ])
         );
     }
 

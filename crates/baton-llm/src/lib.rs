@@ -9,6 +9,7 @@
 
 pub mod anthropic;
 pub mod client;
+mod conversation;
 pub mod error;
 pub mod openai;
 pub mod pricing;

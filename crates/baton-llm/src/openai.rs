@@ -8,12 +8,13 @@
 //! ends before both `[DONE]` and a `finish_reason` is a dropped connection and is retried.
 
 use crate::client::{BoxFuture, ModelClient, StreamSink};
+use crate::conversation::{self, Turn, WireCall};
 use crate::error::LlmError;
 use crate::registry::ToolChoice;
 use crate::retry::{Endpoint, HttpCall, RetryPolicy, emit};
 use crate::retry::{Failure, Flow, StreamDecoder};
 use crate::sse::SseEvent;
-use crate::types::{ChatRequest, ChatResponse, Message, StopReason, StreamEvent, ToolCall, Usage};
+use crate::types::{ChatRequest, ChatResponse, StopReason, StreamEvent, ToolCall, Usage};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
@@ -91,40 +92,47 @@ impl ModelClient for OpenAiClient {
     }
 }
 
-/// The JSON body of a streamed chat completion request.
+/// The JSON body of a streamed chat completion request: the conversation folded into turns the
+/// API accepts ([`conversation::turns`]), each assistant message with `tool_calls` followed by
+/// one `tool` message per call, in call order.
 pub(crate) fn request_body(request: &ChatRequest) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
         messages.push(json!({"role": "system", "content": request.system}));
     }
-    for message in &request.messages {
-        messages.push(match message {
-            Message::User { text } => json!({"role": "user", "content": text}),
-            Message::Assistant { text, tool_calls } => {
+    for turn in conversation::turns(&request.messages) {
+        match turn {
+            Turn::User { results, texts } => {
+                for r in results {
+                    messages
+                        .push(json!({"role": "tool", "tool_call_id": r.id, "content": r.content}));
+                }
+                if !texts.is_empty() {
+                    messages.push(json!({"role": "user", "content": texts.join("\n\n")}));
+                }
+            }
+            Turn::Assistant { text, calls } => {
                 let mut m = Map::new();
                 m.insert("role".into(), "assistant".into());
-                let content = if text.is_empty() && !tool_calls.is_empty() {
+                let content = if text.is_empty() && !calls.is_empty() {
                     Value::Null
                 } else {
-                    Value::from(text.as_str())
+                    Value::from(text)
                 };
                 m.insert("content".into(), content);
-                if !tool_calls.is_empty() {
-                    let calls = tool_calls.iter().map(|call| {
+                if !calls.is_empty() {
+                    let calls = calls.iter().map(|WireCall { id, call }| {
                         json!({
-                            "id": call.id,
+                            "id": id,
                             "type": "function",
                             "function": {"name": call.name, "arguments": wire_arguments(call)},
                         })
                     });
                     m.insert("tool_calls".into(), calls.collect());
                 }
-                Value::Object(m)
+                messages.push(Value::Object(m));
             }
-            Message::ToolResult {
-                call_id, content, ..
-            } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
-        });
+        }
     }
     let mut body = Map::new();
     body.insert("model".into(), request.model.as_str().into());
@@ -341,7 +349,7 @@ impl StreamDecoder for OpenAiDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::ToolSpec;
+    use crate::types::{Message, ToolSpec};
     use std::ops::ControlFlow;
 
     fn feed(decoder: &mut OpenAiDecoder, data: &str) -> Vec<StreamEvent> {
@@ -359,6 +367,75 @@ mod tests {
             Ok(Flow::Continue | Flow::Done)
         ));
         events
+    }
+
+    /// user task → call → result → call → result → two parallel calls → both results → final
+    /// text: each `tool` message follows the assistant message that named its id.
+    #[test]
+    fn a_multi_turn_tool_conversation_answers_every_call_in_place() {
+        let call = |id: &str| ToolCall::new(id, "read_file", r#"{"path":"a"}"#);
+        let result = |id: &str, content: &str| Message::ToolResult {
+            call_id: id.into(),
+            name: "read_file".into(),
+            content: content.into(),
+            is_error: false,
+        };
+        let request = ChatRequest {
+            model: "m".into(),
+            system: "sys".into(),
+            messages: vec![
+                Message::User {
+                    text: "task".into(),
+                },
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![call("c1")],
+                },
+                result("c1", "A"),
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![call("c2")],
+                },
+                result("c2", "B"),
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![call("c3"), call("c4")],
+                },
+                result("c4", "D"),
+                result("c3", "C"),
+                Message::Assistant {
+                    text: "Done.".into(),
+                    tool_calls: Vec::new(),
+                },
+            ],
+            tools: Vec::new(),
+            max_tokens: None,
+            temperature: None,
+            agent: "developer".into(),
+        };
+        let asks = |ids: &[&str]| {
+            let calls: Vec<Value> = ids
+                .iter()
+                .map(|id| json!({"id": id, "type": "function", "function": {"name": "read_file", "arguments": r#"{"path":"a"}"#}}))
+                .collect();
+            json!({"role": "assistant", "content": null, "tool_calls": calls})
+        };
+        let answer = |id: &str, content: &str| json!({"role": "tool", "tool_call_id": id, "content": content});
+        assert_eq!(
+            request_body(&request)["messages"],
+            json!([
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": "task"},
+                asks(&["c1"]),
+                answer("c1", "A"),
+                asks(&["c2"]),
+                answer("c2", "B"),
+                asks(&["c3", "c4"]),
+                answer("c3", "C"),
+                answer("c4", "D"),
+                {"role": "assistant", "content": "Done."},
+            ])
+        );
     }
 
     #[test]

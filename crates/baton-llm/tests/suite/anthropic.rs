@@ -253,7 +253,10 @@ async fn request_body_has_the_messages_shape() {
         "the key leaked into the body"
     );
     let body = &received.body;
-    assert_eq!(body["system"], "You are terse.");
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "You are terse."}])
+    );
     assert_eq!(body["max_tokens"], 8192);
     assert_eq!(body["stream"], true);
     assert_eq!(
