@@ -4,10 +4,10 @@
 //! `system`, as a text block; the conversation is folded into turns the API accepts
 //! ([`crate::conversation`]): roles alternate from `user`, assistant turns are `text` and
 //! `tool_use` blocks, and the results of an assistant turn's calls open the very next user
-//! message as `tool_result` blocks, any text after them. The stream is named SSE events: `message_start` (input and cache usage),
-//! `content_block_start/delta/stop` per block (`input_json_delta` fragments are concatenated and
-//! parsed at the block's stop), `message_delta` (stop reason, cumulative output tokens),
-//! `message_stop`; `ping` and unknown events are ignored, an `error` event ends the attempt
+//! message as `tool_result` blocks, any text after them. The stream is named SSE events:
+//! `message_start` (input and cache usage), `content_block_start/delta/stop` per block
+//! (`input_json_delta` fragments are concatenated and parsed at the block's stop),
+//! `message_delta` (stop reason, cumulative output tokens), `message_stop`; `ping` and unknown events are ignored, an `error` event ends the attempt
 //! (`overloaded_error` and `api_error` are retried).
 
 use crate::client::{BoxFuture, ModelClient, StreamSink};
