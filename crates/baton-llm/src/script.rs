@@ -181,6 +181,26 @@ impl ScriptClient {
             .collect()
     }
 
+    /// The next turn for `request` as a whole answer, at once (no stream, no delay): for a
+    /// local server that serves a script over a real wire.
+    pub fn respond(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let (turn, tool_calls) = self.take_turn(request)?;
+        let usage = turn
+            .usage
+            .unwrap_or_else(|| estimate_usage(request, &turn.text, &tool_calls));
+        let stop = if tool_calls.is_empty() {
+            StopReason::EndTurn
+        } else {
+            StopReason::ToolUse
+        };
+        Ok(ChatResponse {
+            text: turn.text.clone(),
+            tool_calls,
+            usage,
+            stop,
+        })
+    }
+
     /// Picks the turn for a request and marks it used; returns it with its call ids.
     fn take_turn(&self, request: &ChatRequest) -> Result<(&Turn, Vec<ToolCall>), LlmError> {
         let input = latest_input(&request.messages);

@@ -31,3 +31,4 @@ mod tdd;
 mod team;
 mod validate;
 mod wild;
+mod wire_replay;

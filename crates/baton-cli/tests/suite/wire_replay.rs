@@ -1,0 +1,325 @@
+//! The demo's recorded sprint on native agents over the real wires: a local server speaks the
+//! Anthropic Messages API (and, in a second run, OpenAI chat completions), answers each request
+//! with the recorded turn the script provider would give, and refuses any request the real API
+//! would refuse. Every agent reads before it writes, so each conversation carries several
+//! rounds of tool calls and results, parallel calls included; a request built wrongly fails the
+//! run, and the run must still end with every story done.
+
+use super::common::{Project, parse_json, statuses_of};
+use super::sprint::{events_and_report, git, run_guarded};
+use baton_llm::script::ScriptClient;
+use baton_llm::{ChatRequest, ChatResponse, Message, ToolCall};
+use baton_test_support::{
+    MockResponse, MockServer, RecordedRequest, anthropic_stream, openai_stream,
+};
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The example project's files, as `baton demo` writes them.
+const EXAMPLE: &[&str] = &[
+    "Cargo.toml",
+    ".gitignore",
+    "baton.toml",
+    "src/lib.rs",
+    "_bmad-output/planning-artifacts/epics.md",
+    "_bmad-output/implementation-artifacts/sprint-status.yaml",
+    ".baton/scripts/demo.yaml",
+];
+
+/// The environment variable holding the key the server expects.
+const KEY_ENV: &str = "BATON_TEST_WIRE_KEY";
+const KEY: &str = "sk-wire-replay-key";
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Wire {
+    Anthropic,
+    OpenAi,
+}
+
+fn example_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tally")
+}
+
+/// The text of a system prompt or message content: a string, or the text of its text blocks.
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The agent a system prompt belongs to: its first `# Heading`, as the definition's name
+/// (`# Scrum master` → `scrum-master`).
+fn agent_of(system: &str) -> String {
+    system
+        .lines()
+        .find_map(|l| l.strip_prefix("# "))
+        .map(|title| title.trim().to_lowercase().replace(' ', "-"))
+        .unwrap_or_default()
+}
+
+fn call(id: &str, name: &str, input: &Value) -> ToolCall {
+    let raw = match input {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    ToolCall::new(id, name, raw)
+}
+
+/// The conversation of an Anthropic Messages body.
+fn anthropic_messages(body: &Value) -> Vec<Message> {
+    let mut out = Vec::new();
+    for message in body["messages"].as_array().into_iter().flatten() {
+        let blocks = match &message["content"] {
+            Value::String(s) => vec![serde_json::json!({"type": "text", "text": s})],
+            Value::Array(b) => b.clone(),
+            _ => Vec::new(),
+        };
+        if message["role"] == "assistant" {
+            let calls = blocks
+                .iter()
+                .filter(|b| b["type"] == "tool_use")
+                .map(|b| {
+                    call(
+                        b["id"].as_str().unwrap_or(""),
+                        b["name"].as_str().unwrap_or(""),
+                        &b["input"],
+                    )
+                })
+                .collect();
+            out.push(Message::Assistant {
+                text: text_of(&Value::Array(blocks)),
+                tool_calls: calls,
+            });
+            continue;
+        }
+        for block in &blocks {
+            match block["type"].as_str() {
+                Some("tool_result") => out.push(Message::ToolResult {
+                    call_id: block["tool_use_id"].as_str().unwrap_or("").to_owned(),
+                    name: String::new(),
+                    content: text_of(&block["content"]),
+                    is_error: block["is_error"] == true,
+                }),
+                Some("text") => out.push(Message::User {
+                    text: text_of(&Value::Array(vec![block.clone()])),
+                }),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The system prompt and conversation of an OpenAI chat completions body.
+fn openai_messages(body: &Value) -> (String, Vec<Message>) {
+    let mut system = String::new();
+    let mut out = Vec::new();
+    for message in body["messages"].as_array().into_iter().flatten() {
+        let content = text_of(&message["content"]);
+        match message["role"].as_str() {
+            Some("system") => system = content,
+            Some("user") => out.push(Message::User { text: content }),
+            Some("assistant") => {
+                let calls = message["tool_calls"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| {
+                        call(
+                            c["id"].as_str().unwrap_or(""),
+                            c["function"]["name"].as_str().unwrap_or(""),
+                            &c["function"]["arguments"],
+                        )
+                    })
+                    .collect();
+                out.push(Message::Assistant {
+                    text: content,
+                    tool_calls: calls,
+                });
+            }
+            Some("tool") => out.push(Message::ToolResult {
+                call_id: message["tool_call_id"].as_str().unwrap_or("").to_owned(),
+                name: String::new(),
+                content,
+                is_error: false,
+            }),
+            _ => {}
+        }
+    }
+    (system, out)
+}
+
+/// The scripted answer as the wire streams it.
+fn stream(wire: Wire, answer: &ChatResponse) -> MockResponse {
+    let calls: Vec<(String, String, String)> = answer
+        .tool_calls
+        .iter()
+        .map(|c| {
+            (
+                format!("toolu_{}", c.id),
+                c.name.clone(),
+                c.raw_arguments.clone(),
+            )
+        })
+        .collect();
+    let calls: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(i, n, a)| (i.as_str(), n.as_str(), a.as_str()))
+        .collect();
+    let usage = answer.usage;
+    match wire {
+        Wire::Anthropic => {
+            let usage = anthropic_stream::Usage {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                ..Default::default()
+            };
+            if calls.is_empty() {
+                anthropic_stream::text(&[&answer.text], usage)
+            } else {
+                anthropic_stream::tool_use(&answer.text, &calls, 40, usage)
+            }
+        }
+        Wire::OpenAi => {
+            let usage = Some(openai_stream::Usage {
+                prompt_tokens: usage.input_tokens,
+                completion_tokens: usage.output_tokens,
+                ..Default::default()
+            });
+            if calls.is_empty() {
+                openai_stream::text(&[&answer.text], usage)
+            } else {
+                openai_stream::tool_calls(&answer.text, &calls, 40, usage)
+            }
+        }
+    }
+}
+
+/// A server answering every request with the script's turn for its agent; a request the
+/// script has no turn for is answered with a 500 naming it, which fails the agent.
+fn replaying(wire: Wire, script: Arc<ScriptClient>) -> impl Fn(&RecordedRequest) -> MockResponse {
+    move |request: &RecordedRequest| {
+        let body = &request.body;
+        let (system, messages) = match wire {
+            Wire::Anthropic => (text_of(&body["system"]), anthropic_messages(body)),
+            Wire::OpenAi => openai_messages(body),
+        };
+        let chat = ChatRequest {
+            model: body["model"].as_str().unwrap_or("").to_owned(),
+            agent: agent_of(&system),
+            system,
+            messages,
+            tools: Vec::new(),
+            max_tokens: None,
+            temperature: None,
+        };
+        match script.respond(&chat) {
+            Ok(answer) => stream(wire, &answer),
+            Err(e) => MockResponse::text(500, &format!("no recorded turn: {e}")),
+        }
+    }
+}
+
+/// The example project in `dir`, its agents on `model` through the local server at `url`.
+fn prepare(dir: &Path, wire: Wire, url: &str) {
+    for rel in EXAMPLE {
+        let text = std::fs::read_to_string(example_dir().join(rel)).expect("example file");
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+    let (provider, model) = match wire {
+        Wire::Anthropic => (
+            format!("[providers.anthropic]\nkind = \"anthropic\"\nbase_url = \"{url}\"\n"),
+            "anthropic/claude-sonnet-4-5",
+        ),
+        Wire::OpenAi => (
+            format!("[providers.openai]\nkind = \"openai\"\nbase_url = \"{url}/v1\"\n"),
+            "openai/gpt-5",
+        ),
+    };
+    let config = std::fs::read_to_string(dir.join("baton.toml")).expect("baton.toml");
+    let config = config.replace("model = \"script/demo\"", &format!("model = \"{model}\""));
+    std::fs::write(
+        dir.join("baton.toml"),
+        format!("{config}\n{provider}api_key_env = \"{KEY_ENV}\"\nmax_retries = 0\n"),
+    )
+    .expect("write baton.toml");
+    std::fs::write(dir.join(".baton/.gitignore"), "*\n").expect(".baton/.gitignore");
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "tally"]);
+}
+
+async fn replay_the_demo(wire: Wire) {
+    let script = Arc::new(
+        ScriptClient::load(example_dir().join(".baton/scripts/demo.yaml")).expect("demo script"),
+    );
+    let server = MockServer::start().await;
+    server.respond_with(Arc::new(replaying(wire, script)));
+    let p = Project::empty();
+    prepare(p.root(), wire, &server.url());
+    // A user configuration of this test's own, so trusting the project races no other test.
+    let user = tempfile::tempdir().expect("a temp dir");
+    let trust = p
+        .command(&["trust"])
+        .env("BATON_CONFIG_DIR", user.path())
+        .output()
+        .expect("baton trust");
+    assert!(trust.status.success(), "{trust:?}");
+    let args = ["sprint", "--batch", "3", "--yolo", "--json"];
+    let mut cmd = p.command(&args);
+    cmd.env(KEY_ENV, KEY)
+        .env("BATON_CONFIG_DIR", user.path())
+        .env_remove("CARGO_TARGET_DIR");
+    let run = run_guarded(cmd, &args);
+    let run = run.expect_code(0);
+    let (_, report) = events_and_report(&run);
+    let requests = server.requests();
+    assert_eq!(report["end"], "completed", "{report:#}");
+    assert_eq!(report["completed"], 3, "{report:#}");
+    let status = statuses_of(&parse_json(&p.run(&["status", "--json"])));
+    for key in ["1-1-count-words", "1-2-count-lines", "2-1-summary-line"] {
+        assert_eq!(status[key], "done", "{status:?}");
+    }
+    // Every request went over the wire with the key, and conversations of three and more
+    // requests (read, write with parallel calls, answer) were sent.
+    let path = match wire {
+        Wire::Anthropic => "/v1/messages",
+        Wire::OpenAi => "/v1/chat/completions",
+    };
+    assert!(
+        requests.iter().all(|r| r.path == path),
+        "{:?}",
+        requests.iter().map(|r| &r.path).collect::<Vec<_>>()
+    );
+    let longest = requests
+        .iter()
+        .filter_map(|r| r.body["messages"].as_array().map(Vec::len))
+        .max()
+        .unwrap_or(0);
+    assert!(
+        longest >= 5,
+        "no multi-turn conversation was sent (longest: {longest} messages)"
+    );
+    let log = git(p.root(), &["log", "--format=%s"]);
+    assert!(log.contains("story(2-1): review passed"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_demo_sprint_completes_on_native_agents_over_the_anthropic_wire() {
+    replay_the_demo(Wire::Anthropic).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_demo_sprint_completes_on_native_agents_over_the_openai_wire() {
+    replay_the_demo(Wire::OpenAi).await;
+}
