@@ -213,3 +213,28 @@ impl Toolbox {
         b
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both wires take tool names of 1 to 64 characters from `A-Z a-z 0-9 _ -` and an object
+    /// schema; a tool outside that would make every request that offers it fail.
+    #[test]
+    fn every_standard_tool_fits_the_wires_limits() {
+        let specs = Toolbox::standard().specs();
+        assert!(!specs.is_empty());
+        for spec in specs {
+            let name = &spec.name;
+            assert!(
+                (1..=64).contains(&name.len())
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+                "tool name `{name}`"
+            );
+            assert_eq!(spec.parameters["type"], "object", "schema of `{name}`");
+            assert!(!spec.description.trim().is_empty(), "description of `{name}`");
+        }
+    }
+}
