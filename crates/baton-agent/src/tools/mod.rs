@@ -234,7 +234,10 @@ mod tests {
                 "tool name `{name}`"
             );
             assert_eq!(spec.parameters["type"], "object", "schema of `{name}`");
-            assert!(!spec.description.trim().is_empty(), "description of `{name}`");
+            assert!(
+                !spec.description.trim().is_empty(),
+                "description of `{name}`"
+            );
         }
     }
 }

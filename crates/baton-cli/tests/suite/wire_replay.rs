@@ -55,14 +55,34 @@ fn text_of(value: &Value) -> String {
     }
 }
 
-/// The agent a system prompt belongs to: its first `# Heading`, as the definition's name
-/// (`# Scrum master` → `scrum-master`).
+/// The agent a system prompt belongs to: the bundled definition whose first `# Heading` is the
+/// prompt's first (`# Product manager` → `pm`).
 fn agent_of(system: &str) -> String {
-    system
-        .lines()
-        .find_map(|l| l.strip_prefix("# "))
-        .map(|title| title.trim().to_lowercase().replace(' ', "-"))
-        .unwrap_or_default()
+    let first_heading = |text: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix("# "))
+            .map(|t| t.trim().to_owned())
+    };
+    let Some(heading) = first_heading(system) else {
+        return String::new();
+    };
+    let agents = Path::new(env!("CARGO_MANIFEST_DIR")).join("../baton-agent/agents");
+    for entry in std::fs::read_dir(&agents)
+        .expect("the bundled agents")
+        .flatten()
+    {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        // The body starts after the front matter's closing `---`.
+        let body = text.splitn(3, "---\n").nth(2).unwrap_or("");
+        if first_heading(body).as_deref() == Some(heading.as_str()) {
+            let name = entry
+                .path()
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned());
+            return name.unwrap_or_default();
+        }
+    }
+    String::new()
 }
 
 fn call(id: &str, name: &str, input: &Value) -> ToolCall {
@@ -228,9 +248,10 @@ fn replaying(wire: Wire, script: Arc<ScriptClient>) -> impl Fn(&RecordedRequest)
     }
 }
 
-/// The example project in `dir`, its agents on `model` through the local server at `url`.
-fn prepare(dir: &Path, wire: Wire, url: &str) {
-    for rel in EXAMPLE {
+/// The example project's `files` in `dir`, its agents on a model of `wire`'s provider, served
+/// by the local server at `url`.
+fn prepare(dir: &Path, files: &[&str], wire: Wire, url: &str) {
+    for rel in files {
         let text = std::fs::read_to_string(example_dir().join(rel)).expect("example file");
         let path = dir.join(rel);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
@@ -253,10 +274,23 @@ fn prepare(dir: &Path, wire: Wire, url: &str) {
         format!("{config}\n{provider}api_key_env = \"{KEY_ENV}\"\nmax_retries = 0\n"),
     )
     .expect("write baton.toml");
+    std::fs::create_dir_all(dir.join(".baton")).expect("mkdir .baton");
     std::fs::write(dir.join(".baton/.gitignore"), "*\n").expect(".baton/.gitignore");
     git(dir, &["init", "-q"]);
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-q", "-m", "tally"]);
+}
+
+/// Trusts `p` in a user configuration of its own (returned), so no other test races it.
+fn trusted(p: &Project) -> tempfile::TempDir {
+    let user = tempfile::tempdir().expect("a temp dir");
+    let trust = p
+        .command(&["trust"])
+        .env("BATON_CONFIG_DIR", user.path())
+        .output()
+        .expect("baton trust");
+    assert!(trust.status.success(), "{trust:?}");
+    user
 }
 
 async fn replay_the_demo(wire: Wire) {
@@ -266,15 +300,8 @@ async fn replay_the_demo(wire: Wire) {
     let server = MockServer::start().await;
     server.respond_with(Arc::new(replaying(wire, script)));
     let p = Project::empty();
-    prepare(p.root(), wire, &server.url());
-    // A user configuration of this test's own, so trusting the project races no other test.
-    let user = tempfile::tempdir().expect("a temp dir");
-    let trust = p
-        .command(&["trust"])
-        .env("BATON_CONFIG_DIR", user.path())
-        .output()
-        .expect("baton trust");
-    assert!(trust.status.success(), "{trust:?}");
+    prepare(p.root(), EXAMPLE, wire, &server.url());
+    let user = trusted(&p);
     let args = ["sprint", "--batch", "3", "--yolo", "--json"];
     let mut cmd = p.command(&args);
     cmd.env(KEY_ENV, KEY)
@@ -322,4 +349,41 @@ async fn the_demo_sprint_completes_on_native_agents_over_the_anthropic_wire() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_demo_sprint_completes_on_native_agents_over_the_openai_wire() {
     replay_the_demo(Wire::OpenAi).await;
+}
+
+/// The planning demo's recorded session over the Anthropic wire: the analyst, the product
+/// manager, the architect and the scrum master write the plan the sprint demo builds.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_planning_demo_completes_on_native_agents_over_the_anthropic_wire() {
+    let script = Arc::new(
+        ScriptClient::load(example_dir().join(".baton/scripts/plan.yaml")).expect("plan script"),
+    );
+    let server = MockServer::start().await;
+    server.respond_with(Arc::new(replaying(Wire::Anthropic, script)));
+    let p = Project::empty();
+    let files = ["Cargo.toml", ".gitignore", "baton.toml", "src/lib.rs"];
+    prepare(p.root(), &files, Wire::Anthropic, &server.url());
+    let user = trusted(&p);
+    let idea = "A Rust library that counts the words and lines of a text and prints a one-line \
+                summary other programs can parse";
+    let args = ["plan", idea, "--yolo"];
+    let mut cmd = p.command(&args);
+    cmd.env(KEY_ENV, KEY).env("BATON_CONFIG_DIR", user.path());
+    run_guarded(cmd, &args).expect_code(0);
+    let bundled = std::fs::read_to_string(
+        example_dir().join("_bmad-output/implementation-artifacts/sprint-status.yaml"),
+    )
+    .expect("the bundled sprint file");
+    let generated = std::fs::read_to_string(p.sprint_path()).expect("the planned sprint file");
+    let queue = |t: &str| t.split("development_status:\n").nth(1).map(str::to_owned);
+    assert_eq!(queue(&generated), queue(&bundled), "{generated}");
+    let agents: std::collections::BTreeSet<String> = server
+        .requests()
+        .iter()
+        .map(|r| agent_of(&text_of(&r.body["system"])))
+        .collect();
+    assert_eq!(
+        agents.into_iter().collect::<Vec<_>>(),
+        ["analyst", "architect", "pm", "scrum-master"]
+    );
 }
