@@ -18,6 +18,7 @@ pub mod openai_stream;
 pub mod openapi;
 pub mod scripted;
 mod server;
+pub mod wire_rules;
 
 pub use server::{MockResponse, MockServer, RecordedRequest, Responder};
 
