@@ -17,6 +17,7 @@ pub mod github;
 pub mod openai_stream;
 pub mod openapi;
 pub mod scripted;
+pub mod sdk_oracle;
 mod server;
 pub mod wire_rules;
 
