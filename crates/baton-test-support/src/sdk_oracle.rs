@@ -150,6 +150,22 @@ impl Drop for Oracle {
 /// The process, started by the first check of the test process and shared by all.
 static ORACLE: Mutex<Option<Oracle>> = Mutex::new(None);
 
+/// Starts the process now if it is configured and not running yet (blocking, a few seconds),
+/// so that the first request a test sends is not the one that waits for it: a client timeout
+/// of a second would otherwise fire before the answer. Errors are left for [`check`] to report.
+pub fn warm_up() {
+    if !matches!(configured(), Ok(true)) {
+        return;
+    }
+    let Ok(dir) = std::env::var(DIR_ENV) else {
+        return;
+    };
+    let mut slot = ORACLE.lock().unwrap_or_else(PoisonError::into_inner);
+    if slot.is_none() {
+        *slot = Oracle::start(&dir).ok();
+    }
+}
+
 /// Checks `body` against the SDK's request type for `wire` (blocking: it talks to the Python
 /// process). `Err` when the check cannot run although it should: the SDK is required but not
 /// configured, or configured but does not load.

@@ -230,8 +230,11 @@ impl MockServer {
         }
     }
 
-    /// Starts a server on a free loopback port.
+    /// Starts a server on a free loopback port (and, the first time in a test process, the SDK
+    /// check's process, before the test's requests and their timeouts start).
     pub async fn try_start() -> std::io::Result<MockServer> {
+        // A failed start is reported by the first check, as the answer to its request.
+        let _ = tokio::task::spawn_blocking(sdk_oracle::warm_up).await;
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Mutex::new(Shared::default()));
