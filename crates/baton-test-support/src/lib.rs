@@ -8,6 +8,12 @@
 //! completions and Anthropic Messages formats, so client tests exercise the real parsing paths.
 //! The server is plain tokio (no HTTP framework) to keep the dev-dependency tree small.
 //!
+//! Like the real APIs, the server refuses a malformed request with a 400 in the API's own error
+//! shape, before any queued response: [`wire_rules`] holds Anthropic's and OpenAI's documented
+//! request rules (a tool call answered by its result in the next message, roles, unique ids,
+//! cache breakpoints) and [`sdk_oracle`] checks the body against the official SDKs' request types
+//! when `BATON_TEST_WIRE_SDK_DIR` names them. [`MockServer::refused`] lists what was refused.
+//!
 //! [`github`] is a stateful fake GitHub (served by axum, as the board is) for the GitHub client
 //! and the PM pipeline, and [`openapi`] holds it and the client to GitHub's own REST description.
 
@@ -17,7 +23,9 @@ pub mod github;
 pub mod openai_stream;
 pub mod openapi;
 pub mod scripted;
+pub mod sdk_oracle;
 mod server;
+pub mod wire_rules;
 
 pub use server::{MockResponse, MockServer, RecordedRequest, Responder};
 

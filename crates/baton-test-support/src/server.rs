@@ -5,8 +5,17 @@
 //! connection looks, and lets a test cut a stream after any part. Requests are answered in the
 //! order they arrive; an empty queue answers a clear 500. Dropping the server stops the accept
 //! loop and every connection task with it.
+//!
+//! Like the real APIs, the server refuses a malformed request before anything else: every
+//! `POST …/v1/messages` is checked by [`wire_rules::check_anthropic`] and every
+//! `POST …/chat/completions` by [`wire_rules::check_openai`], then by the SDK types
+//! ([`sdk_oracle`], when configured). A refused request gets the API's own 400 error body,
+//! whatever is queued (the queue is not consumed), is still recorded, and is listed by
+//! [`MockServer::refused`].
 
-use serde_json::Value;
+use crate::sdk_oracle::{self, Verdict, Wire};
+use crate::wire_rules::{self, WireViolation};
+use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -183,6 +192,8 @@ struct Shared {
     queue: VecDeque<MockResponse>,
     requests: Vec<RecordedRequest>,
     responder: Option<Responder>,
+    /// (path, why) of every request refused as malformed.
+    refused: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -190,6 +201,7 @@ impl std::fmt::Debug for Shared {
         f.debug_struct("Shared")
             .field("queue", &self.queue)
             .field("requests", &self.requests)
+            .field("refused", &self.refused)
             .finish_non_exhaustive()
     }
 }
@@ -218,8 +230,11 @@ impl MockServer {
         }
     }
 
-    /// Starts a server on a free loopback port.
+    /// Starts a server on a free loopback port (and, the first time in a test process, the SDK
+    /// check's process, before the test's requests and their timeouts start).
     pub async fn try_start() -> std::io::Result<MockServer> {
+        // A failed start is reported by the first check, as the answer to its request.
+        let _ = tokio::task::spawn_blocking(sdk_oracle::warm_up).await;
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Mutex::new(Shared::default()));
@@ -252,6 +267,13 @@ impl MockServer {
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.lock().requests.clone()
+    }
+
+    /// Every request refused as the real API would refuse it, as (request target, why), in
+    /// arrival order: the rules of [`wire_rules`] and, when configured, the SDK types of
+    /// [`sdk_oracle`] (those reasons start with `SDK type check:`).
+    pub fn refused(&self) -> Vec<(String, String)> {
+        self.lock().refused.clone()
     }
 
     /// Queued responses not yet served.
@@ -303,17 +325,24 @@ async fn serve(
     let Ok(Some(request)) = read_request(&mut stream).await else {
         return;
     };
+    let refusal = refusal(&request).await;
     let next = {
         let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
         let line = format!("{} {}", request.method, request.path);
-        let scripted = match (&shared.responder, shared.queue.is_empty()) {
-            (Some(r), true) => Some(r(&request)),
-            _ => None,
-        };
-        shared.requests.push(request);
-        match scripted {
-            Some(r) => Ok(r),
-            None => shared.queue.pop_front().ok_or(line),
+        if let Some((why, response)) = refusal {
+            shared.refused.push((request.path.clone(), why));
+            shared.requests.push(request);
+            Ok(response)
+        } else {
+            let scripted = match (&shared.responder, shared.queue.is_empty()) {
+                (Some(r), true) => Some(r(&request)),
+                _ => None,
+            };
+            shared.requests.push(request);
+            match scripted {
+                Some(r) => Ok(r),
+                None => shared.queue.pop_front().ok_or(line),
+            }
         }
     };
     let response = match next {
@@ -325,6 +354,86 @@ async fn serve(
     };
     if write_response(&mut stream, &response).await.is_err() {
         disconnects.send_modify(|n| *n += 1);
+    }
+}
+
+/// The wire of a model API request: `POST` to a path (query stripped) ending in `/v1/messages`
+/// or `/chat/completions`. Anything else (`GET /v1/models`, `/v1/responses`…) is not checked.
+fn wire_of(request: &RecordedRequest) -> Option<Wire> {
+    if request.method != "POST" {
+        return None;
+    }
+    let (path, query) = request
+        .path
+        .split_once('?')
+        .unwrap_or((request.path.as_str(), ""));
+    if path.ends_with("/v1/messages") {
+        let beta = query.split('&').any(|pair| pair == "beta=true");
+        Some(Wire::Anthropic { beta })
+    } else if path.ends_with("/chat/completions") {
+        Some(Wire::OpenAi)
+    } else {
+        None
+    }
+}
+
+/// Why the real API would refuse `request`, and its answer; `None` when it would take it.
+async fn refusal(request: &RecordedRequest) -> Option<(String, MockResponse)> {
+    let wire = wire_of(request)?;
+    let ruled = match wire {
+        Wire::Anthropic { .. } => wire_rules::check_anthropic(&request.body),
+        Wire::OpenAi => wire_rules::check_openai(&request.body),
+    };
+    let violation = match ruled {
+        Err(violation) => violation,
+        Ok(()) => {
+            let body = request.body.clone();
+            let verdict = tokio::task::spawn_blocking(move || sdk_oracle::check(wire, &body))
+                .await
+                .unwrap_or_else(|e| Err(format!("the SDK check panicked: {e}")));
+            let why = match verdict {
+                Ok(Verdict::Accepted | Verdict::Skipped) => return None,
+                Ok(Verdict::Refused(why)) => why,
+                // The check should have run and could not: the request fails, saying why.
+                Err(broken) => broken,
+            };
+            WireViolation {
+                message: format!("SDK type check: {why}"),
+                param: None,
+            }
+        }
+    };
+    Some((violation.to_string(), error_response(wire, &violation)))
+}
+
+/// The 400 the real API answers a malformed request with, in its wire's error shape.
+fn error_response(wire: Wire, violation: &WireViolation) -> MockResponse {
+    static REQUESTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    match wire {
+        Wire::Anthropic { .. } => {
+            let n = REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let id = format!("req_mock{n:016}");
+            MockResponse::json(
+                400,
+                &json!({
+                    "type": "error",
+                    "error": { "type": "invalid_request_error", "message": violation.to_string() },
+                    "request_id": id,
+                }),
+            )
+            .header("request-id", &id)
+        }
+        Wire::OpenAi => MockResponse::json(
+            400,
+            &json!({
+                "error": {
+                    "message": violation.message,
+                    "type": "invalid_request_error",
+                    "param": violation.param,
+                    "code": null,
+                }
+            }),
+        ),
     }
 }
 
@@ -437,5 +546,246 @@ async fn write_response(stream: &mut TcpStream, response: &MockResponse) -> std:
             }
             stream.shutdown().await
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sdk_oracle::configured;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Sends one request and returns (status, body as JSON or `Null`).
+    async fn send(server: &MockServer, method: &str, path: &str, body: &str) -> (u16, Value) {
+        let mut stream = TcpStream::connect(server.addr).await.unwrap();
+        let request = format!(
+            "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.unwrap();
+        let answer = String::from_utf8(answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+
+    fn anthropic(messages: Value) -> String {
+        json!({ "model": "claude-sonnet-4-5", "max_tokens": 64, "messages": messages }).to_string()
+    }
+
+    fn openai(messages: Value) -> String {
+        json!({ "model": "gpt-4o", "messages": messages }).to_string()
+    }
+
+    fn tool_use(id: &str) -> Value {
+        json!({ "type": "tool_use", "id": id, "name": "bash", "input": { "command": "ls" } })
+    }
+
+    fn tool_result(id: &str) -> Value {
+        json!({ "type": "tool_result", "tool_use_id": id, "content": "ok" })
+    }
+
+    fn call(id: &str) -> Value {
+        json!({ "id": id, "type": "function", "function": { "name": "bash", "arguments": "{}" } })
+    }
+
+    /// Asserts Anthropic's error shape and returns its message.
+    fn anthropic_error(status: u16, body: &Value) -> String {
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["type"], "error", "{body}");
+        assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+        assert!(
+            body["request_id"].as_str().unwrap().starts_with("req_"),
+            "{body}"
+        );
+        assert_eq!(body.as_object().unwrap().len(), 3, "{body}");
+        body["error"]["message"].as_str().unwrap().to_owned()
+    }
+
+    /// Asserts OpenAI's error shape and returns (message, param).
+    fn openai_error(status: u16, body: &Value) -> (String, Value) {
+        assert_eq!(status, 400, "{body}");
+        let error = &body["error"];
+        assert_eq!(error["type"], "invalid_request_error", "{body}");
+        assert_eq!(error["code"], Value::Null, "{body}");
+        assert_eq!(error.as_object().unwrap().len(), 4, "{body}");
+        (
+            error["message"].as_str().unwrap().to_owned(),
+            error["param"].clone(),
+        )
+    }
+
+    #[tokio::test]
+    async fn refuses_malformed_anthropic_requests_whatever_is_queued() {
+        let server = MockServer::start().await;
+        server.enqueue(MockResponse::json(200, &json!({ "queued": true })));
+        let cases = [
+            // A tool_use in a user message.
+            (
+                anthropic(json!([{ "role": "user", "content": [tool_use("toolu_1")] }])),
+                "messages.0.content.0: `tool_use` blocks can only be in `assistant` messages",
+            ),
+            // An unanswered tool call.
+            (
+                anthropic(json!([
+                    { "role": "user", "content": "hi" },
+                    { "role": "assistant", "content": [tool_use("toolu_1")] },
+                    { "role": "user", "content": "go on" },
+                ])),
+                "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1.",
+            ),
+            // A result without its call in the previous message.
+            (
+                anthropic(json!([
+                    { "role": "user", "content": "hi" },
+                    { "role": "assistant", "content": "sure" },
+                    { "role": "user", "content": [tool_result("toolu_x")] },
+                ])),
+                "messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_x. \
+                 Each `tool_result` block must have a corresponding `tool_use` block in the previous message.",
+            ),
+            // Two user messages, the second with the assistant's tool_use in it.
+            (
+                anthropic(json!([
+                    { "role": "user", "content": "hi" },
+                    { "role": "user", "content": [tool_use("toolu_1")] },
+                ])),
+                "messages.1.content.0: `tool_use` blocks can only be in `assistant` messages",
+            ),
+        ];
+        for (i, (body, expected)) in cases.iter().enumerate() {
+            let path = if i % 2 == 0 {
+                "/v1/messages"
+            } else {
+                "/v1/messages?beta=true"
+            };
+            let (status, answer) = send(&server, "POST", path, body).await;
+            let message = anthropic_error(status, &answer);
+            assert!(message.starts_with(expected), "{message}");
+        }
+        assert_eq!(server.pending(), 1, "a refusal does not consume the queue");
+        assert_eq!(server.requests().len(), 4, "refused requests are recorded");
+        let refused = server.refused();
+        assert_eq!(refused.len(), 4);
+        assert_eq!(refused[1].0, "/v1/messages?beta=true");
+        assert!(refused[2].1.contains("toolu_x"), "{refused:?}");
+        // A well-formed request still gets the queued answer.
+        let ok = anthropic(json!([{ "role": "user", "content": "hi" }]));
+        let (status, answer) = send(&server, "POST", "/v1/messages", &ok).await;
+        assert_eq!((status, answer), (200, json!({ "queued": true })));
+        assert_eq!(server.refused().len(), 4);
+    }
+
+    #[tokio::test]
+    async fn refuses_malformed_chat_completions_before_the_responder() {
+        let server = MockServer::start().await;
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = calls.clone();
+        server.respond_with(Arc::new(move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            MockResponse::json(200, &json!({ "ok": true }))
+        }));
+        let cases = [
+            // An unanswered tool call.
+            (
+                openai(json!([
+                    { "role": "user", "content": "hi" },
+                    { "role": "assistant", "content": null, "tool_calls": [call("call_1")] },
+                    { "role": "user", "content": "go on" },
+                ])),
+                "An assistant message with 'tool_calls' must be followed by tool messages",
+                "messages.1.role",
+            ),
+            // A result without its call.
+            (
+                openai(json!([
+                    { "role": "user", "content": "hi" },
+                    { "role": "tool", "tool_call_id": "call_1", "content": "ok" },
+                ])),
+                "messages with role 'tool' must be a response to a preceeding message with 'tool_calls'",
+                "messages.1.role",
+            ),
+            // Two user messages, the second carrying a tool result's id it cannot answer.
+            (
+                openai(json!([
+                    { "role": "user", "content": "hi" },
+                    { "role": "assistant", "tool_calls": [call("call_1")] },
+                    { "role": "tool", "tool_call_id": "call_2", "content": "ok" },
+                ])),
+                "'tool_call_id' of 'call_2' not found",
+                "messages.2.tool_call_id",
+            ),
+        ];
+        for (body, expected, param) in &cases {
+            let (status, answer) = send(&server, "POST", "/v1/chat/completions", body).await;
+            let (message, got_param) = openai_error(status, &answer);
+            assert!(message.contains(expected), "{message}");
+            assert_eq!(got_param, json!(param));
+        }
+        // Any prefix (an OpenAI-compatible server's base URL) and a query.
+        let (status, answer) = send(&server, "POST", "/api/chat/completions?x=1", "[]").await;
+        openai_error(status, &answer);
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            0,
+            "the responder never saw them"
+        );
+        assert_eq!(server.refused().len(), 4);
+        let ok = openai(json!([{ "role": "user", "content": "hi" }]));
+        let (status, _) = send(&server, "POST", "/v1/chat/completions", &ok).await;
+        assert_eq!(status, 200);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn leaves_other_endpoints_unchecked() {
+        let server = MockServer::start().await;
+        for _ in 0..3 {
+            server.enqueue(MockResponse::json(200, &json!({ "data": [] })));
+        }
+        assert_eq!(send(&server, "GET", "/v1/models", "").await.0, 200);
+        assert_eq!(
+            send(&server, "POST", "/v1/responses", "not json").await.0,
+            200
+        );
+        // A GET to a checked path has no body to check.
+        assert_eq!(send(&server, "GET", "/v1/messages", "").await.0, 200);
+        assert!(server.refused().is_empty());
+    }
+
+    #[tokio::test]
+    async fn refuses_what_the_sdk_types_refuse_when_configured() {
+        match configured() {
+            Ok(true) => {}
+            Ok(false) => {
+                eprintln!(
+                    "SKIPPED: the SDK check ({} is not set)",
+                    sdk_oracle::DIR_ENV
+                );
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        }
+        let server = MockServer::start().await;
+        // Unknown block types pass the rules (CLIs send new ones); the SDK types know them all.
+        let body = anthropic(
+            json!([{ "role": "user", "content": [{ "type": "tool_resultx", "tool_use_id": "x" }] }]),
+        );
+        let (status, answer) = send(&server, "POST", "/v1/messages", &body).await;
+        let message = anthropic_error(status, &answer);
+        assert!(
+            message.starts_with("SDK type check: messages.0.content.0"),
+            "{message}"
+        );
+        // The rules leave `model` to the SDK types (local servers may not need one).
+        let body = json!({ "messages": [{ "role": "user", "content": "hi" }] });
+        let (status, answer) =
+            send(&server, "POST", "/v1/chat/completions", &body.to_string()).await;
+        let (message, _) = openai_error(status, &answer);
+        assert!(message.starts_with("SDK type check: model"), "{message}");
+        assert_eq!(server.refused().len(), 2);
     }
 }
