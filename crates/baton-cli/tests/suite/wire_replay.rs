@@ -308,6 +308,8 @@ async fn replay_the_demo(wire: Wire) {
         .env("BATON_CONFIG_DIR", user.path())
         .env_remove("CARGO_TARGET_DIR");
     let run = run_guarded(cmd, &args);
+    // Nothing baton sent was refused as the real API would refuse it.
+    assert_eq!(server.refused(), Vec::new(), "{}", run.describe());
     let run = run.expect_code(0);
     let (_, report) = events_and_report(&run);
     let requests = server.requests();
@@ -369,7 +371,9 @@ async fn the_planning_demo_completes_on_native_agents_over_the_anthropic_wire() 
     let args = ["plan", idea, "--yolo"];
     let mut cmd = p.command(&args);
     cmd.env(KEY_ENV, KEY).env("BATON_CONFIG_DIR", user.path());
-    run_guarded(cmd, &args).expect_code(0);
+    let run = run_guarded(cmd, &args);
+    assert_eq!(server.refused(), Vec::new(), "{}", run.describe());
+    run.expect_code(0);
     let bundled = std::fs::read_to_string(
         example_dir().join("_bmad-output/implementation-artifacts/sprint-status.yaml"),
     )
