@@ -11,7 +11,7 @@
 //!    reads): `make test`. A project that wrote one made it its entry point, usually wrapping the
 //!    ecosystem's command with what it needs around it.
 //! 2. Python, when pytest is declared or configured, else when `test*.py` files import
-//!    `unittest` ([`python`]). Before Cargo: a root `pyproject.toml` beside a `Cargo.toml` is a
+//!    `unittest` (`python.rs`). Before Cargo: a root `pyproject.toml` beside a `Cargo.toml` is a
 //!    Python package with a Rust extension (maturin, PyO3), tested through Python.
 //! 3. Cargo (`Cargo.toml` with a `[package]` or `[workspace]`): `cargo test`, with `--workspace`
 //!    for a root package whose workspace has members (plain `cargo test` tests the root package
@@ -22,14 +22,14 @@
 //! 6. Gradle (`build.gradle[.kts]`, `settings.gradle[.kts]`): `./gradlew test` with the wrapper,
 //!    else `gradle test`.
 //! 7. Maven (`pom.xml`): `./mvnw test` with the wrapper, else `mvn test`.
-//! 8. Node, when `package.json` has a `test` script other than npm's placeholder ([`node`]):
+//! 8. Node, when `package.json` has a `test` script other than npm's placeholder (`node.rs`):
 //!    `npm test`, `pnpm test`, `yarn test` or `bun run test`. Last, because a root
 //!    `package.json` is often only the tooling (formatters, commit hooks) of a project in another
 //!    language.
 
 mod build_tools;
-pub mod node;
-pub mod python;
+mod node;
+mod python;
 
 use serde::Serialize;
 use std::path::Path;
