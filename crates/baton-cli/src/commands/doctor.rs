@@ -32,6 +32,8 @@ struct Report {
     config: ConfigView,
     git: GitView,
     test_command: Option<Vec<String>>,
+    /// Whether `baton.toml`'s test command is set aside until the project is trusted.
+    test_command_needs_trust: bool,
     /// What the project's files propose when `baton.toml` sets no test command (as `baton init`
     /// would write it).
     proposed_test_command: Option<baton_config::test_command::Proposal>,
@@ -171,15 +173,14 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
     }
 
     let test_command = cfg.sprint.test_command.clone();
-    let ignored = cfg
+    let test_command_needs_trust = cfg
         .ignored
         .iter()
         .any(|l| l.starts_with("[sprint] test_command"));
-    let proposed_test_command = test_command
-        .is_none()
+    let proposed_test_command = (test_command.is_none() && !test_command_needs_trust)
         .then(|| baton_config::test_command::detect(root).into_iter().next())
         .flatten();
-    if ignored {
+    if test_command_needs_trust {
         warnings.push(
             "`[sprint] test_command` in baton.toml applies once you trust the project (`baton trust`); until then stories are reviewed without the project's tests".into(),
         );
@@ -261,6 +262,7 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
             uncommitted,
         },
         test_command,
+        test_command_needs_trust,
         proposed_test_command,
         sprint,
         providers,

@@ -240,6 +240,29 @@ fn init_without_a_test_command_to_propose_says_how_to_set_one() {
     );
 }
 
+#[test]
+fn a_written_command_off_the_allowlist_waits_for_trust_and_doctor_says_so() {
+    let uv = FIXTURES.iter().find(|f| f.name == "python_uv").unwrap();
+    let p = project(uv.files);
+    let init = baton(&p, &["init"]).expect_code(0);
+    // The file is baton's own: no warning that it comes from an untrusted project.
+    assert_eq!(init.stderr, "", "{}", init.describe());
+    let doctor = |p: &Project| parse_json(&baton(p, &["doctor", "--offline", "--json"]));
+    let v = doctor(&p);
+    assert_eq!(v["test_command"], serde_json::Value::Null, "{v}");
+    assert_eq!(v["test_command_needs_trust"], true, "{v}");
+    assert!(
+        v["warnings"]
+            .to_string()
+            .contains("applies once you trust the project"),
+        "{v}"
+    );
+    baton(&p, &["trust"]).expect_code(0);
+    let v = doctor(&p);
+    assert_eq!(v["test_command"], json!(uv.command), "{v}");
+    assert_eq!(v["test_command_needs_trust"], false, "{v}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // The written command, run.
 
