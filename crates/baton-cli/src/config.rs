@@ -16,6 +16,14 @@ pub fn load(root: &Path) -> Result<Config, ConfigError> {
     Ok(cfg)
 }
 
+/// [`load`] without the warning, for `baton init`: it has just written the file and says itself
+/// what applies only once the project is trusted.
+pub fn load_quietly(root: &Path) -> Result<Config, ConfigError> {
+    let cfg = Config::load_as(root, crate::trust::is_trusted(root))?;
+    register_secrets(&cfg);
+    Ok(cfg)
+}
+
 /// Registers the value of every API key variable the configuration names (providers' and the
 /// coding-agent CLIs'), so that no transcript, stream file, journal record or event shows it.
 fn register_secrets(cfg: &Config) {

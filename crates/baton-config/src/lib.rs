@@ -16,6 +16,7 @@
 //! - [`tdd`]: the test-first guard's settings and mode;
 //! - [`rules`]: which context rules are in force;
 //! - [`template`]: the file `baton init` writes;
+//! - [`test_command`]: the test command the project's own files propose, for that file;
 //! - [`trust`]: the user's list of trusted projects, which decides whether [`narrow`] applies.
 
 #![warn(missing_docs)]
@@ -31,6 +32,7 @@ pub mod resolve;
 pub mod rules;
 pub mod tdd;
 pub mod template;
+pub mod test_command;
 pub mod trust;
 
 pub use error::ConfigError;

@@ -1,7 +1,10 @@
 //! The `baton.toml` that `baton init` writes: every setting, commented, at its default.
 //!
 //! Kept beside the parser so that a test holds it to the schema: it must parse, and resolve to
-//! the same settings as no file at all.
+//! the same settings as no file at all. [`with_test_command`] writes into it the test command the
+//! project's files propose ([`crate::test_command`]), and a test holds that to the schema too.
+
+use crate::test_command::Proposal;
 
 /// The `baton.toml` that `baton init` writes: every setting, commented, at its default.
 pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional. Commented values are the defaults, except in
@@ -104,11 +107,90 @@ pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional. 
 # output_per_mtok = 10.0
 "#;
 
+/// The template's commented `test_command` line.
+const TEST_COMMAND_LINE: &str = "# test_command = [\"cargo\", \"test\"]\n";
+/// The template's commented `[commands] allow` line.
+const ALLOW_PREFIX: &str = "# allow = [";
+
+/// `template` with `proposal` written as `[sprint] test_command`, under a comment naming the
+/// files it came from. When its program is not on the default command allowlist, `[commands]
+/// allow` is written too, as the defaults and that program: agents are told the test command and
+/// must be able to run it, and the orchestrator of an untrusted project runs only an allowlisted
+/// program (both apply once the project is trusted).
+pub fn with_test_command(template: &str, proposal: &Proposal) -> String {
+    let files: Vec<String> = proposal.files.iter().map(|f| format!("`{f}`")).collect();
+    let mut text = template.replacen(
+        TEST_COMMAND_LINE,
+        &format!(
+            "# Proposed by `baton init` from {}.\n{}\n",
+            files.join(" and "),
+            proposal.setting()
+        ),
+        1,
+    );
+    if let Some(program) = proposal.program_off_the_allowlist()
+        && let Some(start) = text.find(ALLOW_PREFIX)
+    {
+        let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+        let mut allow = baton_agent::tools::CommandPolicy::default().allow;
+        allow.push(program.to_owned());
+        text.replace_range(
+            start..end,
+            &format!(
+                "# `{program}` added by `baton init` for the test command.\nallow = {}",
+                crate::test_command::toml_array(&allow)
+            ),
+        );
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::{Config, RawConfig, parse};
     use std::path::Path;
+
+    fn written(command: &[&str]) -> Config {
+        let proposal = Proposal {
+            command: command.iter().map(|s| (*s).to_owned()).collect(),
+            ecosystem: "python",
+            files: vec!["pyproject.toml".to_owned(), "uv.lock".to_owned()],
+            reason: String::new(),
+        };
+        let text = with_test_command(TEMPLATE, &proposal);
+        assert!(
+            text.contains("# Proposed by `baton init` from `pyproject.toml` and `uv.lock`.\n"),
+            "{text}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(crate::FILE_NAME), &text).unwrap();
+        Config::load_as(dir.path(), true).unwrap()
+    }
+
+    #[test]
+    fn a_proposed_test_command_is_written_and_allowed() {
+        let cargo = written(&["cargo", "test"]);
+        assert_eq!(
+            cargo.sprint.test_command,
+            Some(vec!["cargo".to_owned(), "test".to_owned()])
+        );
+        // On the allowlist already: the list stays at its default, commented.
+        assert_eq!(
+            cargo.commands.allow,
+            baton_agent::tools::CommandPolicy::default().allow
+        );
+        let uv = written(&["uv", "run", "pytest"]);
+        assert_eq!(
+            uv.sprint.test_command.as_deref().map(<[String]>::len),
+            Some(3)
+        );
+        let mut allow = baton_agent::tools::CommandPolicy::default().allow;
+        allow.push("uv".to_owned());
+        assert_eq!(uv.commands.allow, allow);
+        let gradle = written(&["./gradlew", "test"]);
+        assert!(gradle.commands.allow.contains(&"./gradlew".to_owned()));
+    }
 
     #[test]
     fn the_template_parses_to_defaults() {

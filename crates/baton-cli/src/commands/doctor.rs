@@ -32,6 +32,11 @@ struct Report {
     config: ConfigView,
     git: GitView,
     test_command: Option<Vec<String>>,
+    /// Whether `baton.toml`'s test command is set aside until the project is trusted.
+    test_command_needs_trust: bool,
+    /// What the project's files propose when `baton.toml` sets no test command (as `baton init`
+    /// would write it).
+    proposed_test_command: Option<baton_config::test_command::Proposal>,
     sprint: SprintView,
     providers: Vec<ProviderView>,
     /// Coding-agent CLIs agents use or `baton.toml` configures (left out when there are none).
@@ -168,10 +173,25 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
     }
 
     let test_command = cfg.sprint.test_command.clone();
-    if test_command.is_none() {
+    let test_command_needs_trust = cfg
+        .ignored
+        .iter()
+        .any(|l| l.starts_with("[sprint] test_command"));
+    let proposed_test_command = (test_command.is_none() && !test_command_needs_trust)
+        .then(|| baton_config::test_command::detect(root).into_iter().next())
+        .flatten();
+    if test_command_needs_trust {
         warnings.push(
-            "no `[sprint] test_command` in baton.toml: stories are reviewed without the project's tests".into(),
+            "`[sprint] test_command` in baton.toml applies once you trust the project (`baton trust`); until then stories are reviewed without the project's tests".into(),
         );
+    } else if test_command.is_none() {
+        let fix = match &proposed_test_command {
+            Some(p) => format!("{}, so add `{}` under `[sprint]`", p.reason, p.setting()),
+            None => "set `[sprint] test_command` to the command that runs them".to_owned(),
+        };
+        warnings.push(format!(
+            "no `[sprint] test_command` in baton.toml: stories are reviewed without the project's tests; {fix}"
+        ));
     }
 
     let sprint = sprint_view(root, cfg);
@@ -242,6 +262,8 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
             uncommitted,
         },
         test_command,
+        test_command_needs_trust,
+        proposed_test_command,
         sprint,
         providers,
         problems,
@@ -505,9 +527,16 @@ fn print_human(r: &Report) {
     );
     println!(
         "tests     {}",
-        r.test_command
-            .as_ref()
-            .map_or("none ([sprint] test_command)".to_owned(), |t| t.join(" "))
+        r.test_command.as_ref().map_or_else(
+            || match &r.proposed_test_command {
+                Some(p) => format!(
+                    "none ([sprint] test_command; the project's files propose `{}`)",
+                    p.display()
+                ),
+                None => "none ([sprint] test_command)".to_owned(),
+            },
+            |t| t.join(" ")
+        )
     );
     println!(
         "sprint    {}{}",

@@ -2,12 +2,14 @@
 //!
 //! The sprint file is looked for wherever BMad could have put it (the project's BMad config,
 //! then BMad's default folders); `init` creates a skeleton only when none exists anywhere, and
-//! writes the locations it found into the new `baton.toml`.
+//! writes the locations it found into the new `baton.toml`, with the test command the project's
+//! own files propose ([`baton_config::test_command`]).
 
 use crate::cli::InitArgs;
 use crate::commands::Code;
 use crate::config;
 use anyhow::{Context, Result};
+use baton_config::test_command::{self, Proposal};
 use baton_store::locate::{self, Layout};
 use serde::Serialize;
 use std::fs;
@@ -43,12 +45,39 @@ struct Report {
     created: Vec<String>,
     kept: Vec<String>,
     found: Vec<String>,
+    test_command: TestCommand,
+}
+
+/// The test command: what `baton.toml` says after `init`, and what the project's files propose.
+#[derive(Debug, Serialize)]
+struct TestCommand {
+    /// `[sprint] test_command` as `baton.toml` now sets it (`None`: not set, or not applied
+    /// until the project is trusted).
+    command: Option<Vec<String>>,
+    /// Whether `init` wrote it, into the `baton.toml` it created.
+    written: bool,
+    /// What the project's files propose first.
+    proposal: Option<Proposal>,
+    /// The program `init` added to `[commands] allow` for it.
+    allowlist_added: Option<String>,
+    /// Whether the command applies only once the project is trusted (`baton trust`).
+    needs_trust: bool,
+    /// The other commands the project's files propose, in precedence order.
+    others: Vec<Proposal>,
 }
 
 /// The `baton.toml` template with `[paths]` set to what was found: the sprint file when a
 /// BMad one exists, stories and planning folders when a BMad config or sprint file told where
 /// they are. A project where nothing was found gets the plain template.
-fn template_with_paths(root: &Path, layout: &Layout) -> String {
+fn template_with_paths(root: &Path, layout: &Layout, tests: Option<&Proposal>) -> String {
+    let text = paths_template(root, layout);
+    match tests {
+        Some(p) => baton_config::template::with_test_command(&text, p),
+        None => text,
+    }
+}
+
+fn paths_template(root: &Path, layout: &Layout) -> String {
     let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
     // A JSON string is a valid TOML basic string.
     let q = |p: &Path| serde_json::to_string(&rel(p)).unwrap_or_default();
@@ -208,14 +237,21 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
     let signals = brownfield_signals(root);
     let toml_path = root.join(config::FILE_NAME);
     let layout = locate::locate(root);
-    if toml_path.exists() {
-        kept.push(config::FILE_NAME.to_owned());
-    } else {
-        let text = template_with_paths(root, &layout);
+    let mut proposals = test_command::detect(root).into_iter();
+    let proposal = proposals.next();
+    let written = !toml_path.exists();
+    let cfg = if written {
+        let text = template_with_paths(root, &layout, proposal.as_ref());
         baton_store::atomic::replace_durable(&toml_path, text.as_bytes())?;
         created.push(config::FILE_NAME.to_owned());
-    }
-    let (cfg, _) = crate::project::located(root)?;
+        // What an untrusted project's new file does not get yet, the report below says itself.
+        let mut cfg = config::load_quietly(root)?;
+        cfg.locate_unset();
+        cfg
+    } else {
+        kept.push(config::FILE_NAME.to_owned());
+        crate::project::located(root)?.0
+    };
     let state = &cfg.state_dir;
     if state.is_dir() {
         kept.push(format!("{}/", config::STATE_DIR));
@@ -302,6 +338,22 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
         created,
         kept,
         found,
+        test_command: TestCommand {
+            command: cfg.sprint.test_command.clone(),
+            written: written && proposal.is_some(),
+            allowlist_added: proposal
+                .as_ref()
+                .filter(|_| written)
+                .and_then(|p| p.program_off_the_allowlist())
+                .map(str::to_owned),
+            needs_trust: !cfg.trusted
+                && cfg
+                    .ignored
+                    .iter()
+                    .any(|l| l.starts_with("[sprint] test_command")),
+            proposal,
+            others: proposals.collect(),
+        },
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -317,6 +369,7 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
     for f in &report.found {
         println!("  found    {f}");
     }
+    print_test_command(&report.test_command);
     if report.signals.is_empty() {
         println!(
             "project: greenfield (no src/, lib/, app/, manifest, nor more than 10 source files)"
@@ -337,6 +390,46 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
         );
     }
     Ok(Code::Ok)
+}
+
+/// The test command's lines of the report.
+fn print_test_command(t: &TestCommand) {
+    let file = config::FILE_NAME;
+    match (&t.command, &t.proposal) {
+        (_, Some(p)) if t.written => println!(
+            "test command: `{}`, written to `{file}`: {}",
+            p.display(),
+            p.reason
+        ),
+        (Some(c), _) => println!(
+            "test command: `{}` (`[sprint] test_command` in `{file}`)",
+            c.join(" ")
+        ),
+        (None, _) if t.needs_trust => println!(
+            "test command: `[sprint] test_command` in `{file}` applies once you trust the project (`baton trust`)"
+        ),
+        (None, Some(p)) => println!(
+            "test command: none in `{file}`; {}, so add `{}` under `[sprint]`",
+            p.reason,
+            p.setting()
+        ),
+        (None, None) => println!(
+            "test command: none found (no Makefile `test` target, Python tests, `Cargo.toml`, `go.mod`, .NET solution, Gradle or Maven build, nor `package.json` test script); set `[sprint] test_command` in `{file}`, or stories are reviewed without the project's tests"
+        ),
+    }
+    if let Some(program) = &t.allowlist_added {
+        let trust = if t.needs_trust {
+            "; both apply once you trust the project (`baton trust`)"
+        } else {
+            ""
+        };
+        println!(
+            "  `{program}` is not on the default command allowlist: `{file}` adds it to `[commands] allow`, so agents can run the tests too{trust}"
+        );
+    }
+    for o in &t.others {
+        println!("  also fits: `{}` ({})", o.display(), o.reason);
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod first_hour;
 mod hand_edits;
 mod hardening;
 mod init;
+mod init_test_command;
 mod log;
 mod memory;
 mod parallel;

@@ -126,7 +126,7 @@ fn check(name: &str, p: &Project, text: &str) {
 
 /// Runs `baton ARGS` on `p` and checks the snapshot `name` of the run.
 #[track_caller]
-fn snap(name: &str, p: &Project, args: &[&str]) -> Run {
+pub(super) fn snap(name: &str, p: &Project, args: &[&str]) -> Run {
     let r = run(p, args);
     check(name, p, &render(&r));
     r
