@@ -240,6 +240,7 @@ fn replaying(wire: Wire, script: Arc<ScriptClient>) -> impl Fn(&RecordedRequest)
             tools: Vec::new(),
             max_tokens: None,
             temperature: None,
+            unit: None,
         };
         match script.respond(&chat) {
             Ok(answer) => stream(wire, &answer),
