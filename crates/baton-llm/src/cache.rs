@@ -131,7 +131,7 @@ fn bytes(value: &Value) -> usize {
 /// (three messages back: that user turn, the model's answer, the new user turn) and the last
 /// block of the last message — each only when the prefix up to it, tools first, reaches the
 /// model's minimum cacheable length. Four at most, in the API's order.
-pub(crate) fn mark_anthropic(body: &mut Value, cache: PromptCache) {
+pub fn mark_anthropic(body: &mut Value, cache: PromptCache) {
     let Some(control) = cache.control() else {
         return;
     };
@@ -185,7 +185,7 @@ const MAX_KEY_CHARS: usize = 64;
 /// The `prompt_cache_key` of `agent`'s requests for `unit`: `baton-<agent>-<hash of unit>`,
 /// stable across runs and processes (FNV-1a, not the standard library's hasher, whose output
 /// may change between Rust versions), at most 64 characters, only `A-Z a-z 0-9 _ -`.
-pub(crate) fn prompt_cache_key(agent: &str, unit: Option<&str>) -> String {
+pub fn prompt_cache_key(agent: &str, unit: Option<&str>) -> String {
     let agent: String = agent
         .chars()
         .map(|c| {
