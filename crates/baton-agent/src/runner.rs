@@ -481,6 +481,9 @@ impl Runner {
                 max_tokens: self.max_tokens,
                 temperature: None,
                 agent: def.name.clone(),
+                // The runner knows no story key: the task names the unit of work, and is the
+                // same on every turn of this run.
+                unit: Some(task.to_owned()),
             };
             let price = self.price.as_ref();
             let budget = &self.budget;

@@ -7,6 +7,7 @@
 
 use crate::error::ConfigError;
 use crate::raw::RawConfig;
+use baton_llm::registry::ProviderKind;
 use std::path::Path;
 
 /// The longest timeout accepted anywhere, in seconds: a year.
@@ -248,6 +249,31 @@ pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigEr
             1 << 30,
             " bytes",
         )?;
+        // Each cache setting is a parameter of one wire; on another it would silently do nothing.
+        for (key, set, wire) in [
+            ("cache", p.cache.is_some(), ProviderKind::Anthropic),
+            ("cache_key", p.cache_key.is_some(), ProviderKind::OpenAi),
+            (
+                "cache_prompt",
+                p.cache_prompt.is_some(),
+                ProviderKind::OpenAi,
+            ),
+        ] {
+            if set && p.kind != wire {
+                let (wire, other) = match wire {
+                    ProviderKind::Anthropic => ("anthropic", "`cache_key` and `cache_prompt`"),
+                    _ => ("openai", "`cache`"),
+                };
+                return Err(c.fail(
+                    &section,
+                    key,
+                    format!(
+                        "applies only to `{wire}`-kind providers; remove it, or use {other} \
+                         for this provider's kind"
+                    ),
+                ));
+            }
+        }
     }
     for (model, p) in &raw.prices {
         let section = format!("prices.\"{model}\"");
@@ -344,6 +370,39 @@ mod tests {
             assert!(err.starts_with("/p/baton.toml:"), "{err}");
         }
         assert!(check(crate::TEMPLATE).is_ok());
+    }
+
+    #[test]
+    fn cache_settings_are_refused_on_the_wrong_kind_with_their_line() {
+        let err = check("[providers.ollama]\nkind = \"openai\"\ncache = \"1h\"\n").unwrap_err();
+        assert!(
+            err.starts_with(
+                "/p/baton.toml:3: `[providers.ollama] cache` applies only to `anthropic`-kind \
+                 providers"
+            ),
+            "{err}"
+        );
+        let err = check("[providers.gw]\nkind = \"anthropic\"\n\ncache_key = true\n").unwrap_err();
+        assert!(
+            err.starts_with("/p/baton.toml:4: `[providers.gw] cache_key` applies only to `openai`"),
+            "{err}"
+        );
+        let err = check("[providers.gw]\nkind = \"script\"\ncache_prompt = true\n").unwrap_err();
+        assert!(err.contains("`[providers.gw] cache_prompt`"), "{err}");
+        let ok = "[providers.anthropic]\nkind = \"anthropic\"\ncache = \"off\"\n\
+                  [providers.llamacpp]\nkind = \"openai\"\ncache_key = false\ncache_prompt = true\n";
+        assert!(check(ok).is_ok());
+        // A misspelt key or an unknown lifetime is refused when the file is parsed, with its line.
+        let err =
+            check("[providers.anthropic]\nkind = \"anthropic\"\ncache_ttl = \"1h\"\n").unwrap_err();
+        assert!(
+            err.starts_with("/p/baton.toml:3: unknown field `cache_ttl`"),
+            "{err}"
+        );
+        let err =
+            check("[providers.anthropic]\nkind = \"anthropic\"\n\ncache = \"10m\"\n").unwrap_err();
+        assert!(err.starts_with("/p/baton.toml:4:"), "{err}");
+        assert!(err.contains("`5m`, `1h`"), "{err}");
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! - `[providers.*]`: only `timeout_secs`, `max_retries` and `max_answer_bytes` of a bundled
 //!   provider apply; a new provider, and any other field (`kind`, `base_url`, `api_key_env`,
 //!   `script_dir`), is ignored, so no API key is sent anywhere but where the bundled table sends
-//!   it;
+//!   it; the prompt-cache settings (`cache`, `cache_key`, `cache_prompt`) keep the bundled
+//!   values too (they change what a run costs, and a server may refuse a parameter it does not
+//!   know);
 //! - `[prices.*]`: a price may be added or raised, not lowered below the bundled one (a lower
 //!   price would loosen the budget);
 //! - `[commands] allow` may only drop programs from the default list; `timeout_secs` and
@@ -207,6 +209,23 @@ fn providers(raw: &mut RawConfig, ignored: &mut Vec<String>) {
                 fields.join(", ")
             ));
         }
+        let mut cache = Vec::new();
+        for (field, set) in [
+            ("cache", p.cache.take().is_some()),
+            ("cache_key", p.cache_key.take().is_some()),
+            ("cache_prompt", p.cache_prompt.take().is_some()),
+        ] {
+            if set {
+                cache.push(field);
+            }
+        }
+        if !cache.is_empty() {
+            ignored.push(format!(
+                "[providers.{name}] {}: only a trusted project may change what a provider is \
+                 asked to cache",
+                cache.join(", ")
+            ));
+        }
     }
 }
 
@@ -402,6 +421,34 @@ mod tests {
             "[sprint] test_command: `sh`",
         ] {
             assert!(text.contains(word), "{word} in {text}");
+        }
+    }
+
+    #[test]
+    fn an_untrusted_project_keeps_the_bundled_cache_settings() {
+        let (raw, ignored) = narrowed(
+            "[providers.anthropic]\nkind = \"anthropic\"\ncache = \"1h\"\n\
+             [providers.ollama]\nkind = \"openai\"\ncache_key = true\ncache_prompt = true\n\
+             [providers.openai]\nkind = \"openai\"\ncache_key = false\n",
+        );
+        let cfg = Config::resolve(Path::new("/p"), raw);
+        let bundled = bundled_providers();
+        for name in ["anthropic", "ollama", "openai"] {
+            let p = baton_llm::registry::resolve_provider(name, &cfg.providers).unwrap();
+            let b = &bundled[name];
+            assert_eq!(
+                (p.cache, p.cache_key, p.cache_prompt),
+                (b.cache, b.cache_key, b.cache_prompt),
+                "{name}"
+            );
+        }
+        let text = ignored.join("\n");
+        for line in [
+            "[providers.anthropic] cache: only a trusted project",
+            "[providers.ollama] cache_key, cache_prompt:",
+            "[providers.openai] cache_key:",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
         }
     }
 

@@ -273,7 +273,8 @@ mod tests {
         let raw = parse(
             Path::new("baton.toml"),
             "[agents]\nmax_tokens = 2048\n[agents.overrides.dev]\nmax_tokens = 4096\n\
-             [providers.local]\nkind = \"openai\"\nmax_tokens = 1024\ntool_choice = \"required\"\n",
+             [providers.local]\nkind = \"openai\"\nmax_tokens = 1024\ntool_choice = \"required\"\n\
+             cache_key = true\n[providers.anthropic]\nkind = \"anthropic\"\ncache = \"1h\"\n",
         )
         .unwrap();
         let c = Config::resolve(Path::new("/p"), raw);
@@ -284,6 +285,11 @@ mod tests {
         assert_eq!(
             local.tool_choice,
             Some(baton_llm::registry::ToolChoice::Required)
+        );
+        assert_eq!(local.cache_key, Some(true));
+        assert_eq!(
+            c.providers["anthropic"].cache,
+            Some(baton_llm::cache::PromptCache::OneHour)
         );
         let err = parse(
             Path::new("baton.toml"),

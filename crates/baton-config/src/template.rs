@@ -96,10 +96,13 @@ pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional. 
 # base_url = "http://localhost:11434/v1"
 # max_tokens = 4096        # output cap of one turn on this provider
 # tool_choice = "auto"     # sent with tools: auto, required or none (OpenAI-compatible only)
+# cache_key = false        # send a prompt_cache_key (OpenAI-compatible only; on for `openai`)
+# cache_prompt = false     # send cache_prompt: true (llama.cpp's server; on for `llamacpp`)
 #
 # [providers.anthropic]
 # kind = "anthropic"
 # api_key_env = "ANTHROPIC_API_KEY"
+# cache = "5m"             # prompt-cache breakpoints: 5m, 1h (long runs) or off
 
 # Prices in US dollars per million tokens (bundled for common models).
 # [prices."openai/gpt-4o"]

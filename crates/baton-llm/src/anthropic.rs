@@ -4,12 +4,15 @@
 //! `system`, as a text block; the conversation is folded into turns the API accepts
 //! ([`crate::conversation`]): roles alternate from `user`, assistant turns are `text` and
 //! `tool_use` blocks, and the results of an assistant turn's calls open the very next user
-//! message as `tool_result` blocks, any text after them. The stream is named SSE events:
+//! message as `tool_result` blocks, any text after them. Prompt-cache breakpoints go on the
+//! tools, the system text and the end of the conversation ([`crate::cache::mark_anthropic`]),
+//! unless the provider's `cache` is `off`. The stream is named SSE events:
 //! `message_start` (input and cache usage), `content_block_start/delta/stop` per block
 //! (`input_json_delta` fragments are concatenated and parsed at the block's stop),
 //! `message_delta` (stop reason, cumulative output tokens), `message_stop`; `ping` and unknown events are ignored, an `error` event ends the attempt
 //! (`overloaded_error` and `api_error` are retried).
 
+use crate::cache::{self, PromptCache};
 use crate::client::{BoxFuture, ModelClient, StreamSink};
 use crate::conversation::{self, Turn, WireCall};
 use crate::error::LlmError;
@@ -31,6 +34,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 #[derive(Debug)]
 pub struct AnthropicClient {
     ep: Endpoint,
+    cache: PromptCache,
 }
 
 impl AnthropicClient {
@@ -43,7 +47,14 @@ impl AnthropicClient {
     ) -> Result<AnthropicClient, LlmError> {
         Ok(AnthropicClient {
             ep: Endpoint::new(name.into(), base_url.into(), api_key)?,
+            cache: PromptCache::default(),
         })
+    }
+
+    /// Chooses the prompt-cache breakpoints' lifetime, or none (default: five minutes).
+    pub fn with_cache(mut self, cache: PromptCache) -> AnthropicClient {
+        self.cache = cache;
+        self
     }
 
     /// Replaces the retry policy (attempts, backoff, timeout).
@@ -75,7 +86,7 @@ impl ModelClient for AnthropicClient {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         Box::pin(async move {
-            let body = request_body(request);
+            let body = request_body(request, self.cache);
             let call = HttpCall {
                 provider: &self.ep.name,
                 policy: &self.ep.policy,
@@ -89,8 +100,9 @@ impl ModelClient for AnthropicClient {
 }
 
 /// The JSON body of a streamed Messages request: the conversation folded into turns the API
-/// accepts ([`conversation::turns`]), `system` as a text block.
-pub(crate) fn request_body(request: &ChatRequest) -> Value {
+/// accepts ([`conversation::turns`]), `system` as a text block, with `cache` breakpoints where
+/// the prefix is long enough to be cached ([`cache::mark_anthropic`]).
+pub(crate) fn request_body(request: &ChatRequest, cache: PromptCache) -> Value {
     let messages: Vec<Value> = conversation::turns(&request.messages)
         .iter()
         .map(message)
@@ -122,7 +134,9 @@ pub(crate) fn request_body(request: &ChatRequest) -> Value {
         body.insert("temperature".into(), f64::from(temperature).into());
     }
     body.insert("stream".into(), true.into());
-    Value::Object(body)
+    let mut body = Value::Object(body);
+    cache::mark_anthropic(&mut body, cache);
+    body
 }
 
 /// One turn as a Messages API message: a user turn's results before its texts, an assistant
@@ -404,8 +418,9 @@ mod tests {
             max_tokens: None,
             temperature: Some(0.5),
             agent: "scout".into(),
+            unit: None,
         };
-        let body = request_body(&request);
+        let body = request_body(&request, PromptCache::default());
         assert_eq!(
             body["system"],
             json!([{"type": "text", "text": "be brief"}])
@@ -472,11 +487,12 @@ mod tests {
             max_tokens: None,
             temperature: None,
             agent: "developer".into(),
+            unit: None,
         };
         let use_ = |id: &str, path: &str| json!({"type": "tool_use", "id": id, "name": "read_file", "input": {"path": path}});
         let res = |id: &str, content: &str, is_error: bool| json!({"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error});
         assert_eq!(
-            request_body(&request)["messages"],
+            request_body(&request, PromptCache::default())["messages"],
             json!([
                 {"role": "user", "content": [{"type": "text", "text": "task"}]},
                 {"role": "assistant", "content": [use_("toolu_1", "a")]},

@@ -8,6 +8,7 @@
 //! crosses its budget.
 
 pub mod anthropic;
+pub mod cache;
 pub mod client;
 mod conversation;
 pub mod error;

@@ -6,7 +6,12 @@
 //! `arguments` are fragments, concatenated and parsed only at the end — invalid JSON becomes
 //! `ToolCall::arguments: Err`, never a failed call. `data: [DONE]` ends the stream; a body that
 //! ends before both `[DONE]` and a `finish_reason` is a dropped connection and is retried.
+//!
+//! Two prompt-cache hints are sent only where the provider's settings say the server takes them
+//! ([`crate::cache`]): `prompt_cache_key` (OpenAI's API) and `cache_prompt` (llama.cpp's server).
+//! Servers that refuse parameters they do not know never see either.
 
+use crate::cache;
 use crate::client::{BoxFuture, ModelClient, StreamSink};
 use crate::conversation::{self, Turn, WireCall};
 use crate::error::LlmError;
@@ -24,6 +29,8 @@ use tokio_util::sync::CancellationToken;
 pub struct OpenAiClient {
     ep: Endpoint,
     tool_choice: Option<ToolChoice>,
+    cache_key: bool,
+    cache_prompt: bool,
 }
 
 impl OpenAiClient {
@@ -37,6 +44,8 @@ impl OpenAiClient {
         Ok(OpenAiClient {
             ep: Endpoint::new(name.into(), base_url.into(), api_key)?,
             tool_choice: None,
+            cache_key: false,
+            cache_prompt: false,
         })
     }
 
@@ -50,6 +59,38 @@ impl OpenAiClient {
     pub fn with_tool_choice(mut self, choice: Option<ToolChoice>) -> OpenAiClient {
         self.tool_choice = choice;
         self
+    }
+
+    /// Sends a `prompt_cache_key` (per agent and unit, [`cache::prompt_cache_key`]) with every
+    /// request: only for servers that take it (OpenAI's API).
+    pub fn with_cache_key(mut self, send: bool) -> OpenAiClient {
+        self.cache_key = send;
+        self
+    }
+
+    /// Sends `cache_prompt: true` with every request: only for llama.cpp's server.
+    pub fn with_cache_prompt(mut self, send: bool) -> OpenAiClient {
+        self.cache_prompt = send;
+        self
+    }
+
+    /// The body of `request` as this client sends it: [`request_body`] and the provider's own
+    /// parameters (`tool_choice`, the cache hints).
+    pub(crate) fn body(&self, request: &ChatRequest) -> Value {
+        let mut body = request_body(request);
+        if let Some(map) = body.as_object_mut() {
+            if let (Some(choice), false) = (self.tool_choice, request.tools.is_empty()) {
+                map.insert("tool_choice".into(), choice.as_str().into());
+            }
+            if self.cache_key {
+                let key = cache::prompt_cache_key(&request.agent, request.unit.as_deref());
+                map.insert("prompt_cache_key".into(), key.into());
+            }
+            if self.cache_prompt {
+                map.insert("cache_prompt".into(), true.into());
+            }
+        }
+        body
     }
 
     fn request(&self, body: &Value) -> reqwest::RequestBuilder {
@@ -74,12 +115,7 @@ impl ModelClient for OpenAiClient {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         Box::pin(async move {
-            let mut body = request_body(request);
-            if let (Some(choice), false) = (self.tool_choice, request.tools.is_empty())
-                && let Some(map) = body.as_object_mut()
-            {
-                map.insert("tool_choice".into(), choice.as_str().into());
-            }
+            let body = self.body(request);
             let call = HttpCall {
                 provider: &self.ep.name,
                 policy: &self.ep.policy,
@@ -412,6 +448,7 @@ mod tests {
             max_tokens: None,
             temperature: None,
             agent: "developer".into(),
+            unit: None,
         };
         let asks = |ids: &[&str]| {
             let calls: Vec<Value> = ids
@@ -467,6 +504,7 @@ mod tests {
             max_tokens: Some(100),
             temperature: None,
             agent: "scout".into(),
+            unit: None,
         };
         let body = request_body(&request);
         assert_eq!(

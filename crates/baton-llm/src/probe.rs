@@ -111,6 +111,7 @@ pub async fn probe_usage(client: &dyn ModelClient, model: &str) -> Result<Option
         max_tokens: Some(16),
         temperature: Some(0.0),
         agent: "doctor".into(),
+        unit: None,
     };
     let mut streamed = None;
     let mut sink = |e: &StreamEvent| {
@@ -165,6 +166,7 @@ pub async fn probe_tools(client: &dyn ModelClient, model: &str) -> Result<ToolPr
         max_tokens: Some(256),
         temperature: Some(0.0),
         agent: "doctor".into(),
+        unit: None,
     };
     let mut sink = |_: &StreamEvent| ControlFlow::Continue(());
     let response = client
@@ -208,7 +210,7 @@ pub fn api_key(name: &str, config: &ProviderConfig) -> Result<Option<String>, Ll
     }
 }
 
-/// A client for probing provider `name` (its `tool_choice` included): one attempt, `timeout`.
+/// A client for probing provider `name` (its `tool_choice` and cache hints included): one attempt, `timeout`.
 /// `None` for the script provider, which has nothing to probe.
 pub fn probe_client(
     name: &str,
@@ -223,14 +225,17 @@ pub fn probe_client(
             Some(Box::new(
                 crate::openai::OpenAiClient::new(name, url, api_key)?
                     .with_retry_policy(policy)
-                    .with_tool_choice(config.tool_choice),
+                    .with_tool_choice(config.tool_choice)
+                    .with_cache_key(config.cache_key.unwrap_or(false))
+                    .with_cache_prompt(config.cache_prompt.unwrap_or(false)),
             ))
         }
         ProviderKind::Anthropic => {
             let url = config.base_url.as_deref().unwrap_or(ANTHROPIC_BASE_URL);
             Some(Box::new(
                 crate::anthropic::AnthropicClient::new(name, url, api_key)?
-                    .with_retry_policy(policy),
+                    .with_retry_policy(policy)
+                    .with_cache(config.cache.unwrap_or_default()),
             ))
         }
         ProviderKind::Script => None,

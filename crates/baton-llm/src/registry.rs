@@ -5,8 +5,15 @@
 //! are taken from the bundled one when both have the same kind (so `[providers.openai]` with just
 //! `kind` and `timeout_secs` keeps the URL and key variable). API keys are read from the
 //! environment variable the entry names, at client construction, and never appear in messages.
+//!
+//! The prompt-cache settings say what a provider's server takes: `cache` (Anthropic kind: the
+//! breakpoints' lifetime, or `off`), `cache_key` and `cache_prompt` (OpenAI-compatible kind:
+//! whether `prompt_cache_key` and `cache_prompt` may be sent). The bundled `openai` entry sends
+//! the key and the bundled `llamacpp` entry `cache_prompt`; no other server gets a parameter it
+//! was not declared to take.
 
 use crate::anthropic::AnthropicClient;
+use crate::cache::PromptCache;
 use crate::client::ModelClient;
 use crate::error::LlmError;
 use crate::openai::OpenAiClient;
@@ -68,6 +75,18 @@ pub struct ProviderConfig {
     /// ignores `tools` unless it is sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// Anthropic only: the prompt-cache breakpoints' lifetime (`5m`, `1h`) or `off` (unset:
+    /// `5m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<PromptCache>,
+    /// OpenAI-compatible only: send a `prompt_cache_key` per agent and unit (unset: no; the
+    /// bundled `openai` entry says yes). Only for servers that take the parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_key: Option<bool>,
+    /// OpenAI-compatible only: send `cache_prompt: true`, llama.cpp's server's request to keep
+    /// the previous prompt's KV cache (unset: no; the bundled `llamacpp` entry says yes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_prompt: Option<bool>,
 }
 
 /// The `tool_choice` an OpenAI-compatible provider is sent.
@@ -106,6 +125,9 @@ impl ProviderConfig {
             script_dir: None,
             max_tokens: None,
             tool_choice: None,
+            cache: None,
+            cache_key: None,
+            cache_prompt: None,
         }
     }
 
@@ -143,6 +165,9 @@ impl ProviderConfig {
             self.script_dir = self.script_dir.or_else(|| base.script_dir.clone());
             self.max_tokens = self.max_tokens.or(base.max_tokens);
             self.tool_choice = self.tool_choice.or(base.tool_choice);
+            self.cache = self.cache.or(base.cache);
+            self.cache_key = self.cache_key.or(base.cache_key);
+            self.cache_prompt = self.cache_prompt.or(base.cache_prompt);
         }
         self
     }
@@ -161,7 +186,10 @@ pub fn bundled_providers() -> BTreeMap<String, ProviderConfig> {
     let entries = [
         (
             "openai",
-            ProviderConfig::url(OpenAi, OPENAI_BASE_URL, Some("OPENAI_API_KEY")),
+            ProviderConfig {
+                cache_key: Some(true),
+                ..ProviderConfig::url(OpenAi, OPENAI_BASE_URL, Some("OPENAI_API_KEY"))
+            },
         ),
         (
             "anthropic",
@@ -177,7 +205,10 @@ pub fn bundled_providers() -> BTreeMap<String, ProviderConfig> {
         ),
         (
             "llamacpp",
-            ProviderConfig::url(OpenAi, "http://localhost:8080/v1", None),
+            ProviderConfig {
+                cache_prompt: Some(true),
+                ..ProviderConfig::url(OpenAi, "http://localhost:8080/v1", None)
+            },
         ),
         (
             "openrouter",
@@ -261,12 +292,18 @@ pub fn build_client(
             Arc::new(
                 OpenAiClient::new(name, url, api_key)?
                     .with_retry_policy(policy)
-                    .with_tool_choice(config.tool_choice),
+                    .with_tool_choice(config.tool_choice)
+                    .with_cache_key(config.cache_key.unwrap_or(false))
+                    .with_cache_prompt(config.cache_prompt.unwrap_or(false)),
             )
         }
         ProviderKind::Anthropic => {
             let url = config.base_url.as_deref().unwrap_or(ANTHROPIC_BASE_URL);
-            Arc::new(AnthropicClient::new(name, url, api_key)?.with_retry_policy(policy))
+            Arc::new(
+                AnthropicClient::new(name, url, api_key)?
+                    .with_retry_policy(policy)
+                    .with_cache(config.cache.unwrap_or_default()),
+            )
         }
         ProviderKind::Script => {
             Arc::new(ScriptClient::load(script_path(&config, &spec.model, root))?)
@@ -373,6 +410,55 @@ mod tests {
         );
         let resolved = resolve_provider("ollama", &user).expect("known");
         assert_eq!(resolved, ProviderConfig::new(ProviderKind::Anthropic));
+    }
+
+    #[test]
+    fn cache_hints_default_by_provider_and_are_inherited() {
+        let none = BTreeMap::new();
+        let resolved = |name: &str, user: &BTreeMap<String, ProviderConfig>| {
+            let p = resolve_provider(name, user).expect("known");
+            (p.cache, p.cache_key, p.cache_prompt)
+        };
+        assert_eq!(resolved("openai", &none), (None, Some(true), None));
+        assert_eq!(resolved("llamacpp", &none), (None, None, Some(true)));
+        for local in ["ollama", "vllm", "openrouter", "anthropic"] {
+            assert_eq!(resolved(local, &none), (None, None, None), "{local}");
+        }
+        let mut user = BTreeMap::new();
+        user.insert(
+            "openai".to_owned(),
+            ProviderConfig {
+                timeout_secs: Some(5),
+                ..ProviderConfig::new(ProviderKind::OpenAi)
+            },
+        );
+        user.insert(
+            "llamacpp".to_owned(),
+            ProviderConfig {
+                cache_prompt: Some(false),
+                ..ProviderConfig::new(ProviderKind::OpenAi)
+            },
+        );
+        user.insert(
+            "anthropic".to_owned(),
+            ProviderConfig {
+                cache: Some(PromptCache::OneHour),
+                ..ProviderConfig::new(ProviderKind::Anthropic)
+            },
+        );
+        assert_eq!(resolved("openai", &user), (None, Some(true), None));
+        assert_eq!(resolved("llamacpp", &user), (None, None, Some(false)));
+        assert_eq!(
+            resolved("anthropic", &user),
+            (Some(PromptCache::OneHour), None, None)
+        );
+        let config: ProviderConfig =
+            serde_json::from_str(r#"{"kind": "anthropic", "cache": "off"}"#).expect("valid");
+        assert_eq!(config.cache, Some(PromptCache::Off));
+        assert!(
+            serde_json::from_str::<ProviderConfig>(r#"{"kind": "anthropic", "cache": "10m"}"#)
+                .is_err()
+        );
     }
 
     #[test]

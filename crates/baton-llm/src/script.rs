@@ -472,6 +472,7 @@ mod tests {
             max_tokens: None,
             temperature: None,
             agent: "a".into(),
+            unit: None,
         };
         let usage = estimate_usage(&request, "hello", &[]);
         assert_eq!((usage.input_tokens, usage.output_tokens), (2, 2));

@@ -177,8 +177,13 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
-    /// The agent asking (used by the script provider to pick turns; not sent over HTTP).
+    /// The agent asking (used by the script provider to pick turns; not sent over HTTP as
+    /// such).
     pub agent: String,
+    /// What the conversation works on (a story, a plan task, or the agent's task itself), if
+    /// the caller says: with `agent`, it keys the provider's prompt cache where the provider
+    /// takes a key (a hash of it is sent, never the text).
+    pub unit: Option<String>,
 }
 
 /// The model's complete turn.

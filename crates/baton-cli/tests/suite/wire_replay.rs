@@ -240,6 +240,7 @@ fn replaying(wire: Wire, script: Arc<ScriptClient>) -> impl Fn(&RecordedRequest)
             tools: Vec::new(),
             max_tokens: None,
             temperature: None,
+            unit: None,
         };
         match script.respond(&chat) {
             Ok(answer) => stream(wire, &answer),
@@ -341,6 +342,40 @@ async fn replay_the_demo(wire: Wire) {
     );
     let log = git(p.root(), &["log", "--format=%s"]);
     assert!(log.contains("story(2-1): review passed"), "{log}");
+    cache_requests_were_made(wire, &requests);
+}
+
+/// The requests asked for prompt caching as the provider takes it: Anthropic breakpoints on
+/// every agent's system prompt (with its tools, over Sonnet's 1024-token minimum) and on the
+/// tools of the agents with the full tool set (the read-only reviewer's are too short alone),
+/// OpenAI one `prompt_cache_key` per agent run, the same on every turn of it.
+fn cache_requests_were_made(wire: Wire, requests: &[RecordedRequest]) {
+    match wire {
+        Wire::Anthropic => {
+            let marked = |list: &Value| {
+                list.as_array()
+                    .and_then(|l| l.last())
+                    .is_some_and(|b| b["cache_control"] == serde_json::json!({"type": "ephemeral"}))
+            };
+            for r in requests {
+                assert!(marked(&r.body["system"]), "system unmarked: {}", r.raw_body);
+                assert!(r.raw_body.matches("\"cache_control\"").count() <= 4);
+            }
+            assert!(requests.iter().any(|r| marked(&r.body["tools"])));
+        }
+        Wire::OpenAi => {
+            let mut keys = std::collections::BTreeMap::<String, String>::new();
+            for r in requests {
+                let key = r.body["prompt_cache_key"].as_str().unwrap_or("");
+                assert!(key.starts_with("baton-"), "{}", r.raw_body);
+                // The task opens every conversation: one run, one key.
+                let task = r.body["messages"][1]["content"].to_string();
+                let first = keys.entry(task).or_insert_with(|| key.to_owned());
+                assert_eq!(first, key, "a run changed its key");
+            }
+            assert!(keys.len() > 1, "every run shared one key: {keys:?}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -119,6 +119,7 @@ pub fn user_request(text: &str) -> ChatRequest {
         max_tokens: None,
         temperature: None,
         agent: "scout".into(),
+        unit: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Test modules; `common` holds the shared helpers.
 
 mod anthropic;
+mod cache;
 mod common;
 mod openai;
 mod registry;

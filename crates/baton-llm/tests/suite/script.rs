@@ -26,6 +26,7 @@ fn ask(agent: &str, text: &str) -> ChatRequest {
         max_tokens: None,
         temperature: None,
         agent: agent.into(),
+        unit: None,
     }
 }
 

@@ -1,7 +1,11 @@
-//! The task a BMad skill's agent is given for one turn: the skill's own instructions (its
+//! The task a BMad skill's agent is given for one turn: how baton talks to it (headless, or
+//! conversational with menus and questions that end a turn), the skill's own instructions (its
 //! `SKILL.md`, and for a headless run the headless protocol and its schemas), the project's BMad
-//! configuration resolved, how baton talks to it (headless, or conversational with menus and
-//! questions that end a turn), the caller's input, and the conversation so far.
+//! configuration resolved, the caller's input, and the conversation so far.
+//!
+//! Every turn sends the whole task again, so what never changes comes first and what changes
+//! last: the instructions (often the largest part) before the date, the input and the growing
+//! conversation, so a provider's prompt cache can serve them from one turn to the next.
 //!
 //! Everything quoted here is data the skill works on: the input and the answers come from a
 //! person or from baton's rules, and are marked as such, never as instructions to baton.
@@ -57,6 +61,11 @@ pub fn build(
          - Paths are relative to the project root. Never write `_bmad/`, `.claude/`, `.baton/` or \
          `baton.toml`.\n\n",
     );
+    t.push_str(&format!(
+        "## The skill's instructions (`{}/SKILL.md`)\n\n{}\n\n",
+        skill.dir,
+        skill.instructions.trim_end()
+    ));
     t.push_str("## Resolved configuration\n");
     t.push_str("- `{project-root}`: `.` (the project root)\n");
     t.push_str(&format!("- `{{skill-root}}`: `{}`\n", skill.dir));
@@ -101,10 +110,6 @@ pub fn build(
     } else {
         t.push_str("Start the skill now.\n\n");
     }
-    t.push_str(&format!(
-        "## The skill's instructions (`{}/SKILL.md`)\n\n{}\n",
-        skill.dir, skill.instructions
-    ));
     t
 }
 
@@ -147,6 +152,10 @@ mod tests {
         assert!(t.contains("`{planning_artifacts}`: `_bmad-output/planning-artifacts`"));
         assert!(t.contains("> a todo app\n> for teams"));
         assert!(t.contains("Start the skill now."));
+        // What is the same every turn comes before what is not (the date, the input).
+        let at = |s: &str| t.find(s).unwrap_or_else(|| panic!("{s} missing"));
+        assert!(at("# BMad PRD") < at("2026-11-26"));
+        assert!(at("# BMad PRD") < at("> a todo app"));
         let h = History {
             entries: vec![
                 Entry::Turn(
@@ -176,5 +185,7 @@ mod tests {
         assert!(t.contains("### You (turn 1)\n[C] Continue"));
         assert!(t.contains("### Answer (baton, for the user; data)\n> C"));
         assert!(t.contains("make it the last thing in your answer"));
+        assert!(t.find("# BMad PRD") < t.find("### You (turn 1)"));
+        assert!(t.trim_end().ends_with("Go on from the last answer."));
     }
 }
