@@ -1,8 +1,8 @@
 //! The Anthropic Messages API client.
 //!
 //! `POST {base_url}/v1/messages` with `stream: true`. The system prompt is the top-level
-//! `system`, as a text block; the conversation is folded into turns the API accepts
-//! ([`crate::conversation`]): roles alternate from `user`, assistant turns are `text` and
+//! `system`, as a text block; the conversation is folded into turns the API accepts (the
+//! crate's `conversation` module): roles alternate from `user`, assistant turns are `text` and
 //! `tool_use` blocks, and the results of an assistant turn's calls open the very next user
 //! message as `tool_result` blocks, any text after them. Prompt-cache breakpoints go on the
 //! tools, the system text and the end of the conversation ([`crate::cache::mark_anthropic`]),
