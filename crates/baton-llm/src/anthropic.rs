@@ -9,8 +9,9 @@
 //! unless the provider's `cache` is `off`. The stream is named SSE events:
 //! `message_start` (input and cache usage), `content_block_start/delta/stop` per block
 //! (`input_json_delta` fragments are concatenated and parsed at the block's stop),
-//! `message_delta` (stop reason, cumulative output tokens), `message_stop`; `ping` and unknown events are ignored, an `error` event ends the attempt
-//! (`overloaded_error` and `api_error` are retried).
+//! `message_delta` (stop reason, cumulative output tokens), `message_stop`; `ping` and unknown
+//! events are ignored, an `error` event ends the attempt (`overloaded_error` and `api_error` are
+//! retried).
 
 use crate::cache::{self, PromptCache};
 use crate::client::{BoxFuture, ModelClient, StreamSink};
