@@ -6,6 +6,7 @@
 //! budget, cancellation). Every run ends in a typed [`outcome::Outcome`] whose changed files come
 //! from git, not from the agent's words. This crate knows agents, not sprints.
 
+pub mod compaction;
 pub mod definition;
 pub mod discovery;
 pub mod guard;
