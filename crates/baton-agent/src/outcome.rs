@@ -5,6 +5,7 @@
 //! turn limit, garbage), `timed_out`, or `cancelled` (cancellation or budget, partial work kept).
 //! Files changed are computed from git before and after, never taken from the agent's words.
 
+use crate::compaction::CompactionStats;
 use crate::tools::Escalation;
 use baton_llm::Usage;
 use serde::Serialize;
@@ -85,6 +86,10 @@ pub struct Outcome {
     /// For a `cancelled` run: what stopped it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Stop>,
+    /// Old tool results replaced by stubs in what the model was sent (the transcript keeps them
+    /// whole); left out when nothing was compacted.
+    #[serde(default, skip_serializing_if = "CompactionStats::is_empty")]
+    pub compaction: CompactionStats,
 }
 
 impl Outcome {
@@ -105,6 +110,7 @@ impl Outcome {
             escalation: None,
             usage_estimated: false,
             stop: None,
+            compaction: CompactionStats::default(),
         }
     }
 }

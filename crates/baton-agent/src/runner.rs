@@ -5,9 +5,12 @@
 //! timeout, the budget, an escalation, or cancellation. The budget is checked before each model
 //! call and on every streamed delta (with the stream's estimated cost), so a hard limit aborts a
 //! stream mid-way. Before each model call the guard chain's context sources see the tail of the
-//! agent's recent output and may add a late user-context message. Every call's usage is reported for the cost ledger; every step is written to
-//! the transcript; the outcome's changed files come from git.
+//! agent's recent output and may add a late user-context message. Old tool results are compacted
+//! into stubs past a threshold ([`crate::compaction`]) in what is sent, never in the transcript.
+//! Every call's usage is reported for the cost ledger; every step is written to the transcript;
+//! the outcome's changed files come from git.
 
+use crate::compaction::{Compaction, Compactor};
 use crate::definition::AgentDef;
 use crate::guard::{GuardChain, Inspected, Verdict};
 use crate::outcome::{Outcome, Status, Stop, halt_reason};
@@ -261,6 +264,8 @@ pub struct Runner {
     pub default_timeout: Duration,
     /// Output cap of one model turn, in tokens (`None`: the provider's default).
     pub max_tokens: Option<u32>,
+    /// When old tool results are replaced by stubs in what the model is sent.
+    pub compaction: Compaction,
     /// Progress events.
     pub on_event: Option<EventFn>,
     /// Cost ledger entries.
@@ -295,7 +300,10 @@ impl Runner {
             None => Transcript::none(),
         };
         let before = self.workspace.snapshot().await;
-        let mut state = RunState::default();
+        let mut state = RunState {
+            compactor: Compactor::new(self.compaction),
+            ..RunState::default()
+        };
         self.emit(AgentEvent::Started {
             agent: def.name.clone(),
             model: self.model.to_string(),
@@ -362,6 +370,7 @@ impl Runner {
                 Status::Cancelled => Some(Stop::Cancelled),
                 _ => None,
             },
+            compaction: state.compactor.stats(),
         };
         transcript.write("outcome", &outcome);
         if outcome.turns > 0 {
@@ -472,6 +481,13 @@ impl Runner {
                 let text = late.join("\n\n");
                 transcript.write("context", serde_json::json!({ "text": text }));
                 messages.push(Message::User { text });
+            }
+            // What is sent, not what is recorded: the transcript already holds every result.
+            if let Some(batch) = st.compactor.prepare(&mut messages) {
+                transcript.write(
+                    "compaction",
+                    serde_json::json!({ "before_turn": st.turns, "results": batch.results, "bytes": batch.bytes, "stub_bytes": batch.stub_bytes }),
+                );
             }
             let request = ChatRequest {
                 model: self.model.model.clone(),
@@ -783,6 +799,8 @@ struct RunState {
     /// The model call under way: what has streamed in so far (kept when a timeout or
     /// cancellation cuts the call off).
     in_flight: Option<InFlight>,
+    /// Old tool results replaced by stubs in the conversation sent.
+    compactor: Compactor,
 }
 
 /// What one model call has streamed so far.

@@ -6,6 +6,7 @@
 //! turns the test-first guard on, every agent's chain gets it ([`Setup::tdd`]); context rules
 //! ([`Setup::rules`]) are given to each agent run fresh, so `once` means once per run.
 
+use baton_agent::compaction::Compaction;
 use baton_agent::definition::AgentDef;
 use baton_agent::guard::GuardChain;
 use baton_agent::rules::{ContextRules, Rule};
@@ -120,6 +121,8 @@ pub struct Setup {
     pub max_tokens: Option<u32>,
     /// Output caps of named agents.
     pub agent_max_tokens: BTreeMap<String, u32>,
+    /// When agents' old tool results are compacted (`[agents] compact_after_bytes`).
+    pub compaction: Compaction,
     /// The test-first guard, shared by every agent (`None`: off).
     pub tdd: Option<Arc<TddCore>>,
     /// Context rules for every agent run (empty: none).
@@ -175,6 +178,7 @@ impl Setup {
             on_call: None,
             max_tokens: None,
             agent_max_tokens: BTreeMap::new(),
+            compaction: Compaction::default(),
             tdd: None,
             rules: Vec::new(),
             rules_journal: None,
@@ -391,6 +395,7 @@ impl Setup {
             default_max_turns: self.max_turns,
             default_timeout: self.timeout,
             max_tokens: Some(max_tokens),
+            compaction: self.compaction,
             on_event,
             on_call: self.on_call.clone(),
         };

@@ -55,6 +55,7 @@ fn runner(root: &Path, script: &str, def: &AgentDef) -> Runner {
         default_max_turns: 40,
         default_timeout: Duration::from_secs(60),
         max_tokens: None,
+        compaction: baton_agent::compaction::Compaction::default(),
         on_event: None,
         on_call: None,
     }

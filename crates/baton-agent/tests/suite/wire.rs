@@ -55,6 +55,7 @@ fn runner(
         default_max_turns: 10,
         default_timeout: Duration::from_secs(60),
         max_tokens: None,
+        compaction: baton_agent::compaction::Compaction::default(),
         on_event: None,
         on_call: None,
     }

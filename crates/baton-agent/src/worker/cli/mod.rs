@@ -548,6 +548,8 @@ impl CliWorker {
                 Status::Cancelled => Some(crate::outcome::Stop::Cancelled),
                 _ => None,
             },
+            // A coding-agent CLI manages its own context.
+            compaction: Default::default(),
         };
         transcript.write("outcome", &outcome);
         self.emit(AgentEvent::Finished {
