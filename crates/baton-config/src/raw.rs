@@ -208,12 +208,51 @@ pub struct RawAgents {
     /// Output cap of one model turn, in tokens, for agents without their own (default 8192; a
     /// provider's `max_tokens` lowers it).
     pub max_tokens: Option<u32>,
+    /// Replace old tool results by stubs once those still sent in full exceed this many bytes
+    /// (default 32768); `0` or `"off"`: never.
+    pub compact_after_bytes: Option<CompactAfter>,
     /// `[agents.overrides.NAME]`: settings of one agent.
     #[serde(default)]
     pub overrides: BTreeMap<String, RawAgentOverride>,
     /// `[agents.roles]`: a model (or CLI backend) per role.
     #[serde(default)]
     pub roles: BTreeMap<String, String>,
+}
+
+/// `[agents] compact_after_bytes`: a number of bytes, or `"off"` (which `0` means too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactAfter {
+    /// Compact past this many bytes (`0`: never).
+    Bytes(u64),
+    /// Never compact.
+    Off,
+}
+
+impl<'de> Deserialize<'de> for CompactAfter {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = CompactAfter;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number of bytes, or \"off\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<CompactAfter, E> {
+                Ok(CompactAfter::Bytes(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<CompactAfter, E> {
+                u64::try_from(v)
+                    .map(CompactAfter::Bytes)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<CompactAfter, E> {
+                match v {
+                    "off" => Ok(CompactAfter::Off),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// `[agents.overrides.NAME]`.
@@ -367,6 +406,46 @@ mod tests {
             msg.starts_with("baton.toml:5: unknown field `auto_epic_dne`"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn compact_after_bytes_is_a_number_or_off() {
+        let agents = |text: &str| parse(Path::new("baton.toml"), text).map(|r| r.agents);
+        let value = |text: &str| agents(text).unwrap().compact_after_bytes;
+        assert_eq!(
+            value("[agents]\ncompact_after_bytes = 65536\n"),
+            Some(CompactAfter::Bytes(65536))
+        );
+        assert_eq!(
+            value("[agents]\ncompact_after_bytes = 0\n"),
+            Some(CompactAfter::Bytes(0))
+        );
+        assert_eq!(
+            value("[agents]\ncompact_after_bytes = \"off\"\n"),
+            Some(CompactAfter::Off)
+        );
+        assert_eq!(value("[agents]\n"), None);
+        for (text, expected) in [
+            (
+                "[agents]\nmax_turns = 5\ncompact_after_bytes = \"never\"\n",
+                "baton.toml:3: invalid value: string \"never\", expected a number of bytes, or \"off\"",
+            ),
+            (
+                "[agents]\n\ncompact_after_bytes = -1\n",
+                "baton.toml:3: invalid value: integer `-1`, expected a number of bytes, or \"off\"",
+            ),
+            (
+                "[agents]\ncompact_after_bytes = true\n",
+                "baton.toml:2: invalid type: boolean `true`, expected a number of bytes, or \"off\"",
+            ),
+            (
+                "[agents]\ncompact_after = 1000\n",
+                "baton.toml:2: unknown field `compact_after`",
+            ),
+        ] {
+            let msg = agents(text).unwrap_err().to_string();
+            assert!(msg.starts_with(expected), "{msg}");
+        }
     }
 
     #[test]

@@ -9,8 +9,9 @@
 //! `_bmad-output/planning-artifacts/`), so a project without `baton.toml` works as is.
 
 use crate::paths::PathsSet;
-use crate::raw::{RawConfig, RawSprint, RawTdd};
+use crate::raw::{CompactAfter, RawConfig, RawSprint, RawTdd};
 use crate::{DEFAULT_PLANNING, DEFAULT_SPRINT_STATUS, DEFAULT_STORIES, FILE_NAME, STATE_DIR};
+use baton_agent::compaction::Compaction;
 use baton_agent::tools::CommandPolicy;
 use baton_agent::worker::cli::{Cli, CliConfig, CliSettings};
 use baton_core::budget::BudgetLimits;
@@ -61,6 +62,8 @@ pub struct Config {
     pub agent_max_tokens: Option<u32>,
     /// Output caps of named agents.
     pub agent_overrides_max_tokens: BTreeMap<String, u32>,
+    /// When agents' old tool results are compacted (`[agents] compact_after_bytes`).
+    pub compaction: Compaction,
     /// `[sprint]` as written (the engine's settings are built from it), after the trust rules.
     pub sprint: RawSprint,
     /// `[tdd]` as written, after the trust rules.
@@ -160,6 +163,11 @@ impl Config {
             agent_timeout: Duration::from_secs(raw.agents.timeout_secs.unwrap_or(1800)),
             concurrency: raw.team.concurrency.unwrap_or(4).max(1),
             agent_max_tokens: raw.agents.max_tokens,
+            compaction: match raw.agents.compact_after_bytes {
+                None => Compaction::default(),
+                Some(CompactAfter::Bytes(n)) => Compaction::after(n),
+                Some(CompactAfter::Off) => Compaction::off(),
+            },
             agent_overrides_max_tokens: raw
                 .agents
                 .overrides
@@ -250,6 +258,31 @@ mod tests {
             c.commands
                 .env_remove
                 .contains(&"ANTHROPIC_API_KEY".to_owned())
+        );
+    }
+
+    #[test]
+    fn compaction_is_on_by_default_and_off_at_zero_or_off() {
+        let resolve = |text: &str| {
+            let raw = parse(Path::new("baton.toml"), text).unwrap();
+            Config::resolve(Path::new("/p"), raw).compaction
+        };
+        assert_eq!(resolve(""), Compaction::default());
+        assert_eq!(
+            Compaction::default().after_bytes,
+            Some(baton_agent::compaction::DEFAULT_AFTER_BYTES)
+        );
+        assert_eq!(
+            resolve("[agents]\ncompact_after_bytes = 65536\n").after_bytes,
+            Some(65536)
+        );
+        assert_eq!(
+            resolve("[agents]\ncompact_after_bytes = 0\n"),
+            Compaction::off()
+        );
+        assert_eq!(
+            resolve("[agents]\ncompact_after_bytes = \"off\"\n"),
+            Compaction::off()
         );
     }
 

@@ -52,6 +52,9 @@ pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional. 
 # timeout_secs = 1800
 # Output cap of one model turn, in tokens; a provider's `max_tokens` lowers it.
 # max_tokens = 8192
+# Old tool results become short stubs (what they were, how to get them again) once those still
+# sent in full pass this many bytes; 0 or "off": never. See docs/agents.md, "Context".
+# compact_after_bytes = 32768
 # [agents.overrides.dev]
 # max_tokens = 16384
 
@@ -203,6 +206,7 @@ mod tests {
         assert_eq!(a.sprint_status, b.sprint_status);
         assert_eq!(a.providers.len(), b.providers.len());
         assert_eq!(a.max_turns, b.max_turns);
+        assert_eq!(a.compaction, b.compaction);
         assert_eq!(a.sandbox_deny, b.sandbox_deny);
     }
 }

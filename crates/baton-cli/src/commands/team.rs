@@ -222,6 +222,7 @@ pub fn build_setup(
     setup.timeout = cfg.agent_timeout;
     setup.max_tokens = cfg.agent_max_tokens;
     setup.agent_max_tokens = cfg.agent_overrides_max_tokens.clone();
+    setup.compaction = cfg.compaction;
     let ledger_run = run_id.to_owned();
     let cost_journal = journal.clone();
     setup.on_call = Some(Arc::new(move |c| {
