@@ -1,4 +1,5 @@
 pub mod cli_workers;
+pub mod compaction;
 pub mod protected;
 pub mod rules;
 pub mod runner;
