@@ -9,6 +9,7 @@ pub mod command;
 pub mod escalate;
 pub mod fs;
 pub mod git;
+pub mod sections;
 
 use crate::sandbox::Sandbox;
 use baton_llm::ToolSpec;
