@@ -22,8 +22,9 @@
 //! by the text alone and the later ones `Text (2)`, `Text (3)`… as the outline lists them. A
 //! query matches, in this order: a heading's text or name (case and runs of spaces ignored), its
 //! GitHub anchor (`data-model` for `Data Model`), its text without a leading number (`Data Model`
-//! for `3. Data Model`), and finally the start of exactly one heading (`Story 2.1` for
-//! `Story 2.1: Login`). Within a tier the first heading in the document wins.
+//! for `3. Data Model`), and finally the start of exactly one heading, as text or as an anchor
+//! (`Story 2.1` for `Story 2.1: Login`, `project-structure` for `Project Structure &
+//! Boundaries`). Within a tier the first heading in the document wins.
 
 use std::ops::Range;
 
@@ -386,12 +387,20 @@ impl Outline {
         {
             return Ok(i);
         }
-        let starts: Vec<usize> = (0..self.headings.len())
-            .filter(|&i| {
-                let t = norm(&self.headings[i].text);
-                t.strip_prefix(&q)
+        // A start ends at a word's end: `Story 1.1` starts `Story 1.1: A`, not `Story 1.10: B`;
+        // as an anchor, `implementation-patterns` starts `Implementation Patterns & Rules`.
+        let starts_word = |text: &str, start: &str| {
+            !start.is_empty()
+                && text
+                    .strip_prefix(start)
                     .and_then(|rest| rest.chars().next())
                     .is_some_and(|c| !c.is_alphanumeric())
+        };
+        let q_slug = slug(&q);
+        let starts: Vec<usize> = (0..self.headings.len())
+            .filter(|&i| {
+                let text = &self.headings[i].text;
+                starts_word(&norm(text), &q) || starts_word(&slug(text), &q_slug)
             })
             .collect();
         match starts.as_slice() {

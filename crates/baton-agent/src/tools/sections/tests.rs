@@ -278,6 +278,12 @@ fn a_query_matches_text_then_anchor_then_unnumbered_then_a_unique_start() {
     );
     assert_eq!(name("ADR-002"), Ok("ADR-002: Sessions in a signed cookie"));
     assert_eq!(name("Coherence Validation"), Ok("Coherence Validation ✅"));
+    // Anchors as models write them in stories' references start headings too.
+    assert_eq!(
+        name("Project-Structure"),
+        Ok("Project Structure & Boundaries")
+    );
+    assert_eq!(name("ADR-001-SQLite"), Ok("ADR-001: SQLite through sqlx"));
     // A start counts at a word's end only, and only when one heading has it: `ADR` starts three.
     assert_eq!(name("Data"), Ok("Data Model"));
     assert_eq!(name("ADR-00"), Err(Miss::NotFound));
