@@ -147,6 +147,65 @@ mod tests {
         }
     }
 
+    /// What the prompts tell agents to pass to a tool is what the tool accepts: every
+    /// `` `name: value` `` they write is an argument of one of the agent's tools, and the agents
+    /// that read documents are told to read them by section with `read_file`'s own names.
+    #[test]
+    fn bundled_prompts_name_tool_arguments_as_the_schemas_do() {
+        let tools = crate::tools::Toolbox::standard();
+        let read_file = tools.get("read_file").unwrap().spec();
+        let props = read_file.parameters["properties"].as_object().unwrap();
+        assert_eq!(props["outline"]["type"], "boolean");
+        assert_eq!(props["section"]["type"], "string");
+        for name in [
+            "`outline: true`",
+            "`section`",
+            "docs/architecture.md#Data Model",
+        ] {
+            assert!(read_file.description.contains(name), "{name}");
+        }
+        let d = discover(&Locations {
+            user_dir: None,
+            project_dir: PathBuf::from("/nonexistent"),
+            trusted: false,
+        });
+        let assignment = regex::Regex::new(r"`([a-z_]+): [^`]+`").unwrap();
+        let readers = [
+            "scrum-master",
+            "developer",
+            "reviewer",
+            "qa",
+            "architect",
+            "pm",
+            "implementer",
+            "spec-reviewer",
+            "scout",
+            "bmad-master",
+        ];
+        for def in d.agents.values() {
+            for c in assignment.captures_iter(&def.prompt) {
+                let arg = &c[1];
+                assert!(
+                    def.tools.iter().any(|t| tools
+                        .get(t)
+                        .is_some_and(|t| t.spec().parameters["properties"].get(arg).is_some())),
+                    "{}: `{arg}` is no argument of its tools",
+                    def.name
+                );
+            }
+            if readers.contains(&def.name.as_str()) {
+                assert!(def.tools.iter().any(|t| t == "read_file"), "{}", def.name);
+                for said in ["`read_file`", "`outline: true`", "`section`", ".md#"] {
+                    assert!(
+                        def.prompt.contains(said),
+                        "{} does not say {said}",
+                        def.name
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn project_agents_need_trust_and_override_by_name() {
         let dir = tempfile::tempdir().unwrap();

@@ -53,7 +53,8 @@ pub trait ContextSource: Send + Sync {
     fn context(&self, recent: &str, turn: u32) -> Option<String>;
 }
 
-/// The path jail: every path argument must resolve inside the workspace.
+/// The path jail: every path argument must resolve inside the workspace, and so must every other
+/// path the tool may open for it ([`Tool::path_alternatives`]).
 pub struct SandboxGuard;
 
 impl ToolInspector for SandboxGuard {
@@ -74,8 +75,10 @@ impl ToolInspector for SandboxGuard {
                 _ => Vec::new(),
             };
             for v in values {
-                if let Err(refusal) = call.ctx.sandbox.resolve(v, access) {
-                    return Verdict::Deny(refusal.to_string());
+                for path in std::iter::once(v).chain(call.tool.path_alternatives(v)) {
+                    if let Err(refusal) = call.ctx.sandbox.resolve(path, access) {
+                        return Verdict::Deny(refusal.to_string());
+                    }
                 }
             }
         }

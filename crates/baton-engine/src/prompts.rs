@@ -5,8 +5,12 @@
 //! pass, so a value that itself contains braces is never expanded again. Scripted sessions match
 //! on these texts, so a change here is a change of the engine's observable behaviour.
 
-/// Create (or revise) a story file.
+/// Create (or revise) a story file; `{sources}` is one of the two below.
 pub const CREATE: &str = include_str!("prompts/create.md");
+/// Where to read a story that the epics document has: its section and its epic's.
+pub const CREATE_SECTIONS: &str = include_str!("prompts/create_sections.md");
+/// Where to read a story the epics document does not have (or no epics document).
+pub const CREATE_DOCUMENTS: &str = include_str!("prompts/create_documents.md");
 /// Review a story document.
 pub const STORY_REVIEW: &str = include_str!("prompts/story_review.md");
 /// Implement a story.
@@ -93,6 +97,8 @@ mod tests {
     fn every_template_names_only_values_the_engine_gives() {
         for t in [
             CREATE,
+            CREATE_SECTIONS,
+            CREATE_DOCUMENTS,
             STORY_REVIEW,
             DEV,
             FIX,
@@ -119,6 +125,9 @@ mod tests {
                 "unchanged",
                 "epic",
                 "stories_dir",
+                "sources",
+                "story_section",
+                "epic_section",
             ];
             let vars: Vec<(&str, &str)> = names.iter().map(|n| (*n, "")).collect();
             let out = render(t, &vars);

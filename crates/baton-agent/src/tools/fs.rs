@@ -7,7 +7,7 @@
 //! files the sandbox would refuse (deny patterns, symlinks leading outside). Output is bounded:
 //! every cut is marked in the text so the model knows it saw only part.
 
-use super::{BoxFuture, Tool, ToolContext, ToolResult, str_arg};
+use super::{BoxFuture, Tool, ToolContext, ToolResult, sections, str_arg};
 use crate::sandbox::{Access, Refusal, Sandbox};
 use baton_llm::ToolSpec;
 use globset::{GlobBuilder, GlobMatcher};
@@ -45,7 +45,8 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
     ]
 }
 
-/// `read_file {path, offset_line?, max_lines?}`: a text file, or part of it.
+/// `read_file {path, section?, outline?, offset_line?, max_lines?}`: a text file, lines of it,
+/// one section of a Markdown document, or the document's outline.
 pub struct ReadFile;
 /// `write_file {path, content}`: creates or replaces a file (and its parent directories).
 pub struct WriteFile;
@@ -177,17 +178,43 @@ impl Tool for ReadFile {
         ToolSpec {
             name: "read_file".to_owned(),
             description: format!(
-                "Read a text file of the project. Long files are cut after about {} KB with a \
-                 marker saying how to continue (use offset_line). Binary files are refused.",
+                "Read a text file of the project, or one section of a Markdown document. For a \
+                 long document (architecture, PRD, epics), call it first with `outline: true` to \
+                 list its headings with their line numbers and sizes, then read only the \
+                 sections you need with `section`. A reference written as BMad writes them, \
+                 `docs/architecture.md#Data Model`, works as the `path` as it is. Output is cut \
+                 after about {} KB with a marker saying how to continue (offset_line). Binary \
+                 files are refused.",
                 READ_LIMIT_BYTES / 1000
             ),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "path": path_schema(PATH_DESCRIPTION),
+                    "path": path_schema(
+                        "Path relative to the project root (no `..`; absolute paths only inside \
+                         the project). It may end in `#Heading` (`docs/architecture.md#Data \
+                         Model`): then only that section is read, as with `section`. A file \
+                         whose name really contains `#` is read whole."
+                    ),
+                    "section": {
+                        "type": "string",
+                        "description": "A heading of the document: its text without the `#`s, \
+                                        any letter case (a repeated heading as the outline \
+                                        lists it, `Decision (2)`). Returns that heading's line \
+                                        through the end of its nested subsections. A heading \
+                                        that does not exist is an error listing the headings."
+                    },
+                    "outline": {
+                        "type": "boolean",
+                        "description": "true: list the document's headings (level, line, size \
+                                        of each section) instead of its text; with `section`, \
+                                        only the headings inside that section."
+                    },
                     "offset_line": {
                         "type": "integer", "minimum": 1,
-                        "description": "First line to return (1-based, default 1)."
+                        "description": "First line to return (1-based, default 1), counted in \
+                                        what is returned: the file, the section (its heading is \
+                                        line 1) or the outline."
                     },
                     "max_lines": {
                         "type": "integer", "minimum": 1,
@@ -208,12 +235,68 @@ impl Tool for ReadFile {
         &["path"]
     }
 
+    fn path_alternatives<'v>(&self, value: &'v str) -> Vec<&'v str> {
+        section_splits(value).map(|(file, _)| file).collect()
+    }
+
     fn call<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             match read_file(args, ctx).await {
                 Ok(r) | Err(r) => r,
             }
         })
+    }
+}
+
+/// The ways to read `path` as `file#Heading`, in order: split at each `#` that has a file
+/// name before it.
+fn section_splits(path: &str) -> impl Iterator<Item = (&str, &str)> {
+    path.match_indices('#')
+        .map(|(i, _)| (&path[..i], &path[i + 1..]))
+        .filter(|(file, _)| !file.is_empty() && !file.ends_with('/'))
+}
+
+/// Whether something is at the resolved path `abs` (an unreadable entry counts: reading it then
+/// says why it cannot be read).
+fn exists(abs: &Path) -> bool {
+    match std::fs::symlink_metadata(abs) {
+        Ok(_) => true,
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    }
+}
+
+/// The file `path` names and the heading its `#` suffix names, if any. A file with the whole
+/// name wins; otherwise the first `file#Heading` reading whose file exists. Every path opened is
+/// resolved by the sandbox, so a suffix never reaches a file the whole path could not.
+fn locate<'p>(sandbox: &Sandbox, path: &'p str) -> Result<(PathBuf, Option<&'p str>), ToolResult> {
+    let whole = sandbox.resolve(path, Access::Read).map_err(refused)?;
+    if exists(&whole) || !path.contains('#') {
+        return Ok((whole, None));
+    }
+    let mut longest = None;
+    for (file, heading) in section_splits(path) {
+        let abs = sandbox.resolve(file, Access::Read).map_err(refused)?;
+        if exists(&abs) {
+            return Ok((abs, Some(heading)));
+        }
+        longest = Some(file);
+    }
+    Err(ToolResult::error(match longest {
+        Some(file) => format!("`{path}` does not exist, and neither does `{file}`"),
+        None => format!("`{path}` does not exist"),
+    }))
+}
+
+/// Reads an optional boolean argument (`true`, or the string `"true"` as models sometimes send).
+fn opt_bool(args: &Value, name: &str) -> Result<Option<bool>, ToolResult> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("true") => Ok(Some(true)),
+        Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("false") => Ok(Some(false)),
+        Some(_) => Err(ToolResult::error(format!(
+            "argument `{name}` must be true or false"
+        ))),
     }
 }
 
@@ -224,23 +307,217 @@ async fn read_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolRe
     if max_lines == Some(0) {
         return Err(ToolResult::error("argument `max_lines` must be at least 1"));
     }
-    let abs = ctx.sandbox.resolve(path, Access::Read).map_err(refused)?;
+    let section = opt_str(args, "section")?;
+    let outline = opt_bool(args, "outline")?.unwrap_or(false);
+    let (abs, suffix) = locate(&ctx.sandbox, path)?;
     let shown = ctx.sandbox.relative(&abs);
+    // The `section` argument and the path's `#` suffix may both name the section, if the same.
+    let queries: Vec<&str> = [section, suffix]
+        .into_iter()
+        .flatten()
+        .filter(|q| !q.trim().is_empty())
+        .collect();
     let text = read_text(&abs, &shown).await?;
-    if text.is_empty() {
-        return Ok(ToolResult::ok(format!("[`{shown}` is empty]")));
+    if queries.is_empty() && !outline {
+        if text.is_empty() {
+            return Ok(ToolResult::ok(format!("[`{shown}` is empty]")));
+        }
+        return Ok(ToolResult::ok(select_lines(
+            &text,
+            offset,
+            max_lines,
+            &Paged::File,
+        )?));
     }
-    Ok(ToolResult::ok(select_lines(&text, offset, max_lines)?))
+    let doc = sections::parse(&text);
+    let mut found = None;
+    for query in queries {
+        let i = doc
+            .find(query)
+            .map_err(|miss| no_section(&doc, &shown, query, miss))?;
+        if found.is_some_and(|f| f != i) {
+            return Err(ToolResult::error(format!(
+                "`{path}` and `section` name different sections; name one"
+            )));
+        }
+        found = Some(i);
+    }
+    match found {
+        Some(i) if !outline => Ok(ToolResult::ok(read_section(
+            &text, &doc, i, &shown, offset, max_lines,
+        )?)),
+        _ => Ok(ToolResult::ok(select_lines(
+            &outline_text(&doc, &shown, found),
+            offset,
+            max_lines,
+            &Paged::Outline,
+        )?)),
+    }
+}
+
+/// The section of heading `i`, paged; a note after it names the other headings with the same
+/// text, if any.
+fn read_section(
+    text: &str,
+    doc: &sections::Outline,
+    i: usize,
+    shown: &str,
+    offset: usize,
+    max_lines: Option<usize>,
+) -> Result<String, ToolResult> {
+    let Some(heading) = doc.headings.get(i) else {
+        return Err(ToolResult::error(format!("`{shown}` has no such section")));
+    };
+    let body = text.get(heading.bytes.clone()).unwrap_or_default();
+    let mut out = select_lines(body, offset, max_lines, &Paged::Section(&heading.name))?;
+    let others: Vec<String> = doc
+        .namesakes(i)
+        .into_iter()
+        .filter(|&j| j != i)
+        .filter_map(|j| doc.headings.get(j))
+        .map(|h| format!("`{}` (line {})", h.name, h.line))
+        .collect();
+    if !others.is_empty() {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "[… this is `{}` (line {}) of `{shown}`; other headings with the same text: {} …]",
+            heading.name,
+            heading.line,
+            others.join(", ")
+        ));
+    }
+    Ok(out)
+}
+
+/// Headings listed at most in the error for a missing section (the outline lists them all).
+const MISS_LIST_MAX: usize = 300;
+
+/// The outline of a document, or of the section of heading `within`.
+fn outline_text(doc: &sections::Outline, shown: &str, within: Option<usize>) -> String {
+    const HOW: &str = "Read a section with `section` set to its heading as listed; sizes include \
+                       nested subsections.";
+    if doc.headings.is_empty() {
+        return format!(
+            "`{shown}` has no Markdown headings ({} lines, {}); read it without `section` or \
+             `outline`",
+            doc.lines,
+            sections::size(doc.bytes)
+        );
+    }
+    match within.and_then(|i| doc.headings.get(i).map(|h| (i, h))) {
+        Some((i, h)) => {
+            let nested = doc.within(i);
+            format!(
+                "Outline of `{}` in `{shown}`: lines {}–{}, {}, {} headings. {HOW}\n{}",
+                h.name,
+                h.line,
+                h.last_line,
+                sections::size(h.bytes.len()),
+                nested.len(),
+                sections::Outline::listing(nested)
+            )
+        }
+        None => {
+            let front = doc
+                .front_matter
+                .map(|n| format!(" (front matter: lines 1–{n})"))
+                .unwrap_or_default();
+            format!(
+                "Outline of `{shown}`: {} lines, {}, {} headings{front}. {HOW}\n{}",
+                doc.lines,
+                sections::size(doc.bytes),
+                doc.headings.len(),
+                sections::Outline::listing(&doc.headings)
+            )
+        }
+    }
+}
+
+/// The error for a section `query` that names no heading of `doc`: what went wrong and the
+/// headings to choose from.
+fn no_section(
+    doc: &sections::Outline,
+    shown: &str,
+    query: &str,
+    miss: sections::Miss,
+) -> ToolResult {
+    if doc.headings.is_empty() {
+        return ToolResult::error(format!(
+            "`{shown}` has no Markdown headings, so it has no section `{query}`; read it without \
+             `section`"
+        ));
+    }
+    let (what, listed): (String, Vec<sections::Heading>) = match miss {
+        sections::Miss::Empty => ("the section name is empty".to_owned(), doc.headings.clone()),
+        sections::Miss::NotFound => (
+            format!("`{shown}` has no heading `{query}`"),
+            doc.headings.clone(),
+        ),
+        sections::Miss::Ambiguous(at) => (
+            format!("`{query}` starts {} headings of `{shown}`", at.len()),
+            at.iter()
+                .filter_map(|&i| doc.headings.get(i).cloned())
+                .collect(),
+        ),
+    };
+    let total = listed.len();
+    let shown_list = &listed[..total.min(MISS_LIST_MAX)];
+    let mut out = format!(
+        "{what}. Pass one of these headings as `section`, as written here ({} of {total}; \
+         level, line, size):\n{}",
+        shown_list.len(),
+        sections::Outline::listing(shown_list)
+    );
+    if total > MISS_LIST_MAX {
+        out.push_str(&format!(
+            "[… {} more headings: read_file with `outline: true` lists them all …]",
+            total - MISS_LIST_MAX
+        ));
+    }
+    ToolResult::error(out)
+}
+
+/// What [`select_lines`] pages through, for its messages.
+enum Paged<'a> {
+    File,
+    Section(&'a str),
+    Outline,
+}
+
+impl Paged<'_> {
+    fn what(&self) -> String {
+        match self {
+            Paged::File => "the file".to_owned(),
+            Paged::Section(name) => format!("the section `{name}`"),
+            Paged::Outline => "the outline".to_owned(),
+        }
+    }
+
+    fn how(&self) -> &'static str {
+        match self {
+            Paged::File => "",
+            Paged::Section(_) => "the same section and ",
+            Paged::Outline => "`outline: true` and ",
+        }
+    }
 }
 
 /// Lines `offset..` of `text` (1-based), at most `max_lines` and [`READ_LIMIT_BYTES`], with a
 /// marker when anything was left out after them.
-fn select_lines(text: &str, offset: usize, max_lines: Option<usize>) -> Result<String, ToolResult> {
+fn select_lines(
+    text: &str,
+    offset: usize,
+    max_lines: Option<usize>,
+    paged: &Paged<'_>,
+) -> Result<String, ToolResult> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let total = lines.len();
     if offset > total {
         return Err(ToolResult::error(format!(
-            "offset_line {offset} is past the end: the file has {total} lines"
+            "offset_line {offset} is past the end: {} has {total} lines",
+            paged.what()
         )));
     }
     let wanted = max_lines.unwrap_or(usize::MAX);
@@ -268,9 +545,14 @@ fn select_lines(text: &str, offset: usize, max_lines: Option<usize>) -> Result<S
         if !out.ends_with('\n') {
             out.push('\n');
         }
+        let of = match paged {
+            Paged::File => String::new(),
+            other => format!(" of {}", other.what()),
+        };
         out.push_str(&format!(
-            "[… truncated: showing lines {offset}–{last} of {total}; continue with offset_line={} \
+            "[… truncated: showing lines {offset}–{last} of {total}{of}; continue with {}offset_line={} \
              …]",
+            paged.how(),
             last + 1
         ));
     }

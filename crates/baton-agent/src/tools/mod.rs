@@ -9,6 +9,7 @@ pub mod command;
 pub mod escalate;
 pub mod fs;
 pub mod git;
+pub mod sections;
 
 use crate::sandbox::Sandbox;
 use baton_llm::ToolSpec;
@@ -119,6 +120,12 @@ pub trait Tool: Send + Sync {
     /// Names of arguments that are paths inside the workspace (checked by the sandbox guard).
     fn path_args(&self) -> &'static [&'static str] {
         &[]
+    }
+    /// Other paths a path argument's `value` may open instead of itself (`read_file` reads
+    /// `file.md#Heading` from `file.md` when no file has the whole name); the sandbox guard
+    /// checks them as it checks the value.
+    fn path_alternatives<'v>(&self, _value: &'v str) -> Vec<&'v str> {
+        Vec::new()
     }
     /// Runs the call. Invalid arguments are a tool error, never a panic.
     fn call<'a>(

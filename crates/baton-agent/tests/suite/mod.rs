@@ -4,5 +4,6 @@ pub mod protected;
 pub mod rules;
 pub mod runner;
 pub mod sandbox;
+pub mod sections;
 pub mod tools;
 pub mod wire;

@@ -23,6 +23,7 @@ mod pm;
 mod pm_flow;
 mod pm_init;
 mod pm_rules;
+mod read_sections;
 mod regression;
 mod sdd;
 mod set;
