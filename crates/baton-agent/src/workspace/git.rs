@@ -10,6 +10,12 @@
 //! kills a stage commit half way. A call that meets an index or HEAD lock waits while a live git
 //! process may hold it; a lock left by a killed git (no git process is running in the
 //! repository, `holds_repository`) is removed, once, and reported.
+//!
+//! A stage commit stages only what belongs to the stage ([`Git::commit_paths`]): the paths git's
+//! own status lists under the work tree, named one by one (literally, through standard input),
+//! so that an ignore rule, a path outside the project or a change the user made before the run
+//! can never make the commit fail or ride along. Nothing is ever named by a pattern such as
+//! `:(exclude).baton`: git refuses a pathspec that names an ignored path.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -22,15 +28,15 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Longest a call waits for a lock held by a live git process.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
 
-/// Configuration every call runs with.
-const HARDENED: [&str; 13] = [
+/// Configuration every call runs with. Commits are baton's own: unsigned (a signing key or
+/// agent the user set up for their commits is not asked, so `commit.gpgSign=true` without a
+/// working gpg never fails a stage) and without the repository's hooks.
+const HARDENED: [&str; 11] = [
     "--no-pager",
     "-c",
     "core.quotepath=off",
     "-c",
     "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
     "-c",
     "gc.auto=0",
     "-c",
@@ -39,15 +45,17 @@ const HARDENED: [&str; 13] = [
     "commit.gpgSign=false",
 ];
 
-/// Stages every change under the root except baton's own state and temp files of interrupted
-/// writes: what a stage commit (or a rebase continued after a merge fix round) takes.
-pub const ADD_ALL: [&str; 6] = [
-    "add",
-    "-A",
-    "--",
-    ".",
-    ":(exclude).baton",
-    ":(exclude,glob)**/.*.baton-tmp-*",
+/// Switches fsmonitor off, unless the user runs git's own daemon (see [`Git::fsmonitor_off`]).
+const NO_FSMONITOR: [&str; 2] = ["-c", "core.fsmonitor=false"];
+
+/// Identity and settings of baton's own commits.
+const COMMIT_CONFIG: [&str; 6] = [
+    "-c",
+    "user.name=baton",
+    "-c",
+    "user.email=baton@localhost",
+    "-c",
+    "core.abbrev=40",
 ];
 
 /// Why a git call failed.
@@ -73,6 +81,26 @@ pub enum GitError {
     /// A lock stayed held by a live git process.
     #[error("`{0}` is held by another git process; try again when it has finished")]
     Locked(String),
+    /// A stage changed files that held the user's own uncommitted changes before the run:
+    /// committing them would carry the user's work, and leaving them out would split the stage.
+    #[error(
+        "{} changed since the run started and held your own uncommitted changes before it; \
+         baton commits neither your changes nor a stage mixed with them: look at the file(s), \
+         commit or set aside what is yours, then put the story back",
+        list_paths(.0)
+    )]
+    TouchesUserChanges(Vec<String>),
+}
+
+/// `a`, `b` (and N more), backquoted, for messages.
+fn list_paths(paths: &[String]) -> String {
+    let shown: Vec<String> = paths.iter().take(5).map(|p| format!("`{p}`")).collect();
+    let more = paths.len().saturating_sub(5);
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
 }
 
 /// Runs git in one work tree. Cheap to clone; clones share the call counter.
@@ -84,6 +112,8 @@ pub struct Git {
     /// Held by every call that changes the repository's shared metadata (commits, branches,
     /// worktrees, fast-forwards): shared by the runners of one repository's work trees.
     meta: Arc<tokio::sync::Mutex<()>>,
+    /// Whether calls switch fsmonitor off, asked once per repository.
+    fsmonitor_off: Arc<tokio::sync::OnceCell<bool>>,
 }
 
 impl Git {
@@ -94,6 +124,7 @@ impl Git {
             env_remove: Arc::new(env_remove),
             calls: Arc::new(AtomicU64::new(0)),
             meta: Arc::new(tokio::sync::Mutex::new(())),
+            fsmonitor_off: Arc::new(tokio::sync::OnceCell::new()),
         }
     }
 
@@ -106,6 +137,7 @@ impl Git {
             env_remove: self.env_remove.clone(),
             calls: self.calls.clone(),
             meta: self.meta.clone(),
+            fsmonitor_off: self.fsmonitor_off.clone(),
         }
     }
 
@@ -113,6 +145,11 @@ impl Git {
     pub async fn run_serial(&self, args: &[&str], config: &[&str]) -> Result<String, GitError> {
         let _held = self.meta.lock().await;
         self.run_with(args, config).await
+    }
+
+    /// Holds the repository's metadata lock (commits, branches, worktrees) until dropped.
+    pub async fn meta_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.meta.lock().await
     }
 
     /// The work tree.
@@ -137,10 +174,22 @@ impl Git {
 
     /// Runs `git <args>` with extra `-c` settings placed before the subcommand.
     pub async fn run_with(&self, args: &[&str], config: &[&str]) -> Result<String, GitError> {
+        self.run_input(args, config, None).await
+    }
+
+    /// Runs `git <args>` (with `config` before the subcommand) with `input` on its standard
+    /// input (`None`: none).
+    async fn run_input(
+        &self,
+        args: &[&str],
+        config: &[&str],
+        input: Option<&[u8]>,
+    ) -> Result<String, GitError> {
+        let fsmonitor_off = self.fsmonitor_off().await;
         let mut waited = Duration::ZERO;
         let mut cleared = false;
         loop {
-            match self.once(args, config).await {
+            match self.once(args, config, input, fsmonitor_off).await {
                 Err(GitError::Failed { stderr, command }) if stderr.contains(".lock") => {
                     let Some(lock) = lock_path(&stderr) else {
                         return Err(GitError::Failed { command, stderr });
@@ -163,7 +212,26 @@ impl Git {
         }
     }
 
-    async fn once(&self, args: &[&str], config: &[&str]) -> Result<String, GitError> {
+    /// Whether baton's calls switch fsmonitor off: always, unless the user turned on git's own
+    /// file system monitor (`core.fsmonitor=true`, the built-in daemon), whose answers make a
+    /// status of a large tree cheap. A hook program (`core.fsmonitor=<path>`) stays off: it is
+    /// a program anyone who can write the repository's configuration could have named.
+    async fn fsmonitor_off(&self) -> bool {
+        *self
+            .fsmonitor_off
+            .get_or_init(|| async {
+                let mut cmd = self.command(&[], &["config", "--type=bool", "core.fsmonitor"]);
+                cmd.stdin(Stdio::null());
+                match tokio::time::timeout(GIT_TIMEOUT, cmd.output()).await {
+                    Ok(Ok(o)) => !(o.status.success() && o.stdout.trim_ascii() == b"true"),
+                    _ => true,
+                }
+            })
+            .await
+    }
+
+    /// `git -C root <hardened> <config> <args>` with baton's environment.
+    fn command(&self, config: &[&str], args: &[&str]) -> tokio::process::Command {
         self.calls.fetch_add(1, Ordering::Relaxed);
         let mut cmd = tokio::process::Command::new("git");
         cmd.arg("-C")
@@ -174,7 +242,6 @@ impl Git {
             .env("LC_ALL", "C")
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_OPTIONAL_LOCKS", "0")
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
@@ -185,8 +252,29 @@ impl Git {
         for var in self.env_remove.iter() {
             cmd.env_remove(var);
         }
+        cmd
+    }
+
+    async fn once(
+        &self,
+        args: &[&str],
+        config: &[&str],
+        input: Option<&[u8]>,
+        fsmonitor_off: bool,
+    ) -> Result<String, GitError> {
+        let mut all_config: Vec<&str> = Vec::with_capacity(config.len() + 2);
+        if fsmonitor_off {
+            all_config.extend(NO_FSMONITOR);
+        }
+        all_config.extend_from_slice(config);
+        let mut cmd = self.command(&all_config, args);
+        cmd.stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
         let command = args.first().copied().unwrap_or_default().to_owned();
-        let output = match tokio::time::timeout(GIT_TIMEOUT, cmd.output()).await {
+        let output = match tokio::time::timeout(GIT_TIMEOUT, output_of(cmd, input)).await {
             Err(_) => return Err(GitError::TimedOut(command)),
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(GitError::NotInstalled);
@@ -238,7 +326,9 @@ impl Git {
     }
 
     /// HEAD (if any) and the changed or untracked files under the root (relative to it), in one
-    /// call. `prefix` is the root's [`Git::prefix`].
+    /// call. `prefix` is the root's [`Git::prefix`]. Only the root's own directory is looked at
+    /// (`-- .`), so the call grows with the project, not with the repository around it; ignored
+    /// paths are git's to leave out, as its rules say.
     pub async fn status(&self, prefix: &str) -> Result<Status, GitError> {
         let out = self
             .run(&[
@@ -248,6 +338,7 @@ impl Git {
                 "-z",
                 "--untracked-files=all",
                 "--no-renames",
+                "--ignore-submodules=dirty",
                 "--",
                 ".",
             ])
@@ -255,24 +346,32 @@ impl Git {
         Ok(Status::parse(&out, prefix))
     }
 
-    /// Stages everything under the root except baton's own state and temp files, and commits it
-    /// as baton with `message`. Returns the new commit's abbreviated id, or `None` when there was
-    /// nothing to commit.
-    pub async fn commit_all(&self, message: &str) -> Result<Option<String>, GitError> {
-        let _held = self.meta.lock().await;
-        self.run(&ADD_ALL).await?;
+    /// Stages exactly `paths` (root-relative, as [`Git::status`] lists them: changed, deleted,
+    /// untracked or conflicted) and commits them as baton with `message`. The paths reach git
+    /// through standard input, literally (no glob, no magic), so any name works and nothing
+    /// else is staged. With `only`, the commit takes these paths alone, leaving whatever else
+    /// the index holds (changes the user staged before the run) staged and uncommitted. Returns
+    /// the new commit's id, or `None` when there was nothing to commit. The caller holds the
+    /// metadata lock, if it must.
+    async fn commit_listed(
+        &self,
+        paths: &[String],
+        message: &str,
+        only: bool,
+    ) -> Result<Option<String>, GitError> {
+        if paths.is_empty() {
+            return Ok(None);
+        }
+        let list = nul_list(paths);
+        self.stage_listed(&list).await?;
+        let mut args = vec!["commit", "--no-verify", "-m", message];
+        if only {
+            args.extend(["--only", "--pathspec-from-file=-", "--pathspec-file-nul"]);
+        }
+        let mut config = vec!["--literal-pathspecs"];
+        config.extend(COMMIT_CONFIG);
         let out = self
-            .run_with(
-                &["commit", "--no-verify", "-m", message],
-                &[
-                    "-c",
-                    "user.name=baton",
-                    "-c",
-                    "user.email=baton@localhost",
-                    "-c",
-                    "core.abbrev=40",
-                ],
-            )
+            .run_input(&args, &config, only.then_some(list.as_slice()))
             .await;
         match out {
             // `[main 1a2b3c4] message` or `[main (root-commit) 1a2b3c4] message`.
@@ -292,6 +391,91 @@ impl Git {
             Err(e) => Err(e),
         }
     }
+
+    /// `git add -A` of a NUL-separated list of literal paths.
+    async fn stage_listed(&self, list: &[u8]) -> Result<(), GitError> {
+        self.run_input(
+            &["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"],
+            &["--literal-pathspecs"],
+            Some(list),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Stages exactly `paths` (root-relative), as [`Git::commit_paths`] does, without
+    /// committing: the resolution of a stopped rebase.
+    pub async fn stage_paths(&self, paths: &[String]) -> Result<(), GitError> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        self.stage_listed(&nul_list(paths)).await
+    }
+
+    /// [`Git::commit_listed`] holding the repository's metadata lock.
+    pub async fn commit_paths(
+        &self,
+        paths: &[String],
+        message: &str,
+        only: bool,
+    ) -> Result<Option<String>, GitError> {
+        let _held = self.meta.lock().await;
+        self.commit_listed(paths, message, only).await
+    }
+
+    /// Stages and commits every change under the root that git's status lists, except
+    /// baton's own state and temp files of interrupted writes, as baton with `message`. Returns
+    /// the new commit's id, or `None` when there was nothing to commit.
+    pub async fn commit_all(&self, message: &str) -> Result<Option<String>, GitError> {
+        let _held = self.meta.lock().await;
+        let prefix = self.prefix().await?;
+        let status = self.status(&prefix).await?;
+        let paths: Vec<String> = status
+            .files
+            .into_iter()
+            .filter(|f| !is_baton_state(f))
+            .collect();
+        let only = status.staged.iter().any(|f| is_baton_state(f));
+        self.commit_listed(&paths, message, only).await
+    }
+}
+
+/// baton's own state (`.baton/`) and temp files of interrupted writes: never an agent's work,
+/// never committed, whatever the ignore rules say.
+pub fn is_baton_state(path: &str) -> bool {
+    path == ".baton" || path.starts_with(".baton/") || path.contains(".baton-tmp-")
+}
+
+/// Paths as git reads them from `--pathspec-from-file --pathspec-file-nul`.
+fn nul_list(paths: &[String]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in paths {
+        out.extend_from_slice(p.as_bytes());
+        out.push(0);
+    }
+    out
+}
+
+/// Runs `cmd` to its end with `input` written to its standard input (then closed).
+async fn output_of(
+    mut cmd: tokio::process::Command,
+    input: Option<&[u8]>,
+) -> std::io::Result<std::process::Output> {
+    let Some(input) = input else {
+        return cmd.output().await;
+    };
+    use tokio::io::AsyncWriteExt;
+    let mut child = cmd.spawn()?;
+    let mut stdin = child.stdin.take();
+    let write = async {
+        if let Some(s) = stdin.as_mut() {
+            // git may exit before it has read everything (a failure): its answer says why.
+            let _ = s.write_all(input).await;
+        }
+        drop(stdin.take());
+    };
+    let (_, out) = tokio::join!(write, child.wait_with_output());
+    out
 }
 
 /// What `git status --porcelain=v2 --branch` says.
@@ -301,34 +485,49 @@ pub struct Status {
     pub head: Option<String>,
     /// Changed or untracked files, relative to the root, sorted.
     pub files: Vec<String>,
+    /// Those of `files` whose change is (partly) staged in the index, or conflicted.
+    pub staged: Vec<String>,
 }
 
 impl Status {
     fn parse(out: &str, prefix: &str) -> Status {
         let mut head = None;
         let mut files = Vec::new();
+        let mut staged = Vec::new();
         for record in out.split('\0').filter(|r| !r.is_empty()) {
             if let Some(oid) = record.strip_prefix("# branch.oid ") {
                 head = (oid != "(initial)").then(|| oid.to_owned());
                 continue;
             }
-            let path = match record.as_bytes().first() {
-                // `1 XY sub mH mI mW hH hI path`: eight fields before the path.
-                Some(b'1') => record.splitn(9, ' ').nth(8),
+            let (path, in_index) = match record.as_bytes().first() {
+                // `1 XY sub mH mI mW hH hI path`: eight fields before the path; X is the index.
+                Some(b'1') => (
+                    record.splitn(9, ' ').nth(8),
+                    record.as_bytes().get(2).is_some_and(|x| *x != b'.'),
+                ),
                 // `u XY sub m1 m2 m3 mW h1 h2 h3 path`: ten fields before it.
-                Some(b'u') => record.splitn(11, ' ').nth(10),
-                Some(b'?') => record.strip_prefix("? "),
-                _ => None,
+                Some(b'u') => (record.splitn(11, ' ').nth(10), true),
+                Some(b'?') => (record.strip_prefix("? "), false),
+                _ => (None, false),
             };
             if let Some(p) = path.and_then(|p| p.strip_prefix(prefix))
                 && !p.is_empty()
             {
                 files.push(p.to_owned());
+                if in_index {
+                    staged.push(p.to_owned());
+                }
             }
         }
         files.sort();
         files.dedup();
-        Status { head, files }
+        staged.sort();
+        staged.dedup();
+        Status {
+            head,
+            files,
+            staged,
+        }
     }
 }
 
@@ -549,6 +748,10 @@ mod tests {
         let s = Status::parse(out, "app/");
         assert_eq!(s.head.as_deref(), Some("0123abcd"));
         assert_eq!(s.files, ["conflict.rs", "new file.txt", "src/a.rs"]);
+        // Only a change in the index (X) or a conflict is staged; a work-tree change is not.
+        assert_eq!(s.staged, ["conflict.rs"]);
+        let staged = Status::parse("1 M. N... 100644 100644 100644 a b x.rs\0", "");
+        assert_eq!(staged.staged, ["x.rs"]);
         let fresh = Status::parse("# branch.oid (initial)\0? a\0", "");
         assert_eq!(fresh.head, None);
         assert_eq!(fresh.files, ["a"]);
@@ -742,6 +945,32 @@ mod tests {
         assert_eq!(status.head.as_deref(), Some(head.as_str()));
         // baton's own state is never committed.
         assert_eq!(status.files, [".baton/state"]);
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn an_fsmonitor_hook_program_never_runs_and_signing_is_never_asked() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, git) = repo();
+        let marker = dir.path().join("hook-ran");
+        let hook = dir.path().join("monitor.sh");
+        std::fs::write(&hook, format!("#!/bin/sh\ntouch '{}'\n", marker.display())).unwrap();
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let config = |k: &str, v: &str| {
+            std::process::Command::new("git")
+                .args(["config", k, v])
+                .current_dir(dir.path())
+                .status()
+                .unwrap()
+        };
+        config("core.fsmonitor", &hook.display().to_string());
+        // Signing asked for, with a program that cannot sign.
+        config("commit.gpgsign", "true");
+        config("gpg.program", "/nonexistent/gpg");
+        std::fs::write(dir.path().join("a.txt"), "a").unwrap();
+        git.status("").await.unwrap();
+        assert!(git.commit_all("unsigned").await.unwrap().is_some());
+        assert!(!marker.exists(), "the fsmonitor hook ran");
     }
 
     #[tokio::test]

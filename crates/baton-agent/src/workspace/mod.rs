@@ -48,21 +48,27 @@ pub struct Workspace {
     prefix: Mutex<Option<String>>,
     /// The state right after baton's own commit, plus what baton wrote since.
     known: Mutex<Option<Snapshot>>,
+    /// The user's own uncommitted changes when the run started (root-relative paths and their
+    /// content): never staged, never counted as an agent's work.
+    kept: Mutex<BTreeMap<String, Option<u64>>>,
+    /// The top of the git worktree this workspace was handed out in ([`Workspace::worktree`]),
+    /// when the project is below the repository's root: `root` is then a directory in it.
+    tree_top: Option<PathBuf>,
 }
 
-fn content_hash(path: &Path) -> Option<u64> {
-    use std::hash::{Hash, Hasher};
+/// A file's content as a number: the first eight bytes of its SHA-256, so it is the same in
+/// every build (a run that is killed and resumed by another baton compares equal hashes).
+pub fn content_hash(path: &Path) -> Option<u64> {
+    use sha2::{Digest, Sha256};
     // Bounded and regular files only: a FIFO an agent left in the tree must not block the run.
     let bytes = baton_store::bounded::read(path, 1 << 30).ok()?;
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut h);
-    Some(h.finish())
+    let digest = Sha256::digest(&bytes);
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    Some(u64::from_be_bytes(first))
 }
 
-/// baton's own state is never an agent's work.
-fn is_baton_state(path: &str) -> bool {
-    path.starts_with(".baton/") || path.contains(".baton-tmp-")
-}
+use git::is_baton_state;
 
 impl Workspace {
     /// A workspace at `root`, confined by `sandbox`, whose git runs without `env_remove`.
@@ -77,7 +83,51 @@ impl Workspace {
             git,
             prefix: Mutex::new(None),
             known: Mutex::new(None),
+            kept: Mutex::new(BTreeMap::new()),
+            tree_top: None,
         }
+    }
+
+    /// The directory of the git worktree this workspace works in: its root, or (a project
+    /// below the repository's root) the worktree's top, which holds it.
+    pub fn tree_dir(&self) -> &Path {
+        self.tree_top.as_deref().unwrap_or(&self.root)
+    }
+
+    /// Keeps the user's own uncommitted changes to `paths` (root-relative) out of every commit
+    /// and out of every agent's changed files, as they are now. Returns them with their
+    /// content hashes, to be remembered across a killed run ([`Workspace::keep_as`]).
+    pub fn keep_user_changes(&self, paths: &[String]) -> Vec<(String, Option<u64>)> {
+        let entries: Vec<(String, Option<u64>)> = paths
+            .iter()
+            .map(|p| (p.clone(), content_hash(&self.root.join(p))))
+            .collect();
+        self.keep_as(&entries);
+        entries
+    }
+
+    /// Keeps the user's changes recorded earlier (paths and the content they had then).
+    pub fn keep_as(&self, entries: &[(String, Option<u64>)]) {
+        if let Ok(mut kept) = self.kept.lock() {
+            kept.extend(entries.iter().cloned());
+        }
+    }
+
+    /// The user's own changes kept out of commits, as recorded.
+    pub fn kept(&self) -> Vec<(String, Option<u64>)> {
+        self.kept
+            .lock()
+            .map(|k| k.iter().map(|(p, h)| (p.clone(), *h)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether `path` is one of the user's kept changes, still as it was.
+    fn is_kept_unchanged(&self, path: &str) -> bool {
+        let Ok(kept) = self.kept.lock() else {
+            return false;
+        };
+        kept.get(path)
+            .is_some_and(|was| *was == content_hash(&self.root.join(path)))
     }
 
     /// The root.
@@ -195,7 +245,12 @@ impl Workspace {
             Some(b) => self.diff_names(Some(b)).await?,
             None => Vec::new(),
         };
-        files.extend(snapshot.dirty.into_keys());
+        files.extend(
+            snapshot
+                .dirty
+                .into_keys()
+                .filter(|f| !self.is_kept_unchanged(f)),
+        );
         files.retain(|f| !is_baton_state(f));
         files.sort();
         files.dedup();
@@ -228,17 +283,49 @@ impl Workspace {
             .collect())
     }
 
-    /// Commits every change as baton with `message` (hooks off, baton's state excluded). Returns
-    /// the new commit, or `None` when there was nothing to commit.
+    /// Commits what changed in the tree as baton with `message` (hooks off): every path git's
+    /// status lists under the root, except baton's own state and the user's kept changes
+    /// ([`Workspace::keep_user_changes`]), which stay as they are, uncommitted. A kept change
+    /// that is no longer what the user left is refused ([`GitError::TouchesUserChanges`]): the
+    /// stage touched the user's work. Returns the new commit, or `None` when there was nothing
+    /// to commit.
     pub async fn commit_all(&self, message: &str) -> Result<Option<String>, GitError> {
         self.forget();
-        let id = self.git.commit_all(message).await?;
+        let prefix = self.prefix().await?;
+        let status = self.git.status(&prefix).await?;
+        let mut paths = Vec::new();
+        let mut left: BTreeMap<String, Option<u64>> = BTreeMap::new();
+        let mut touched = Vec::new();
+        {
+            let kept = self.kept.lock().map(|k| k.clone()).unwrap_or_default();
+            for f in status.files {
+                if is_baton_state(&f) {
+                    continue;
+                }
+                match kept.get(&f) {
+                    Some(was) => {
+                        let now = content_hash(&self.root.join(&f));
+                        if now != *was {
+                            touched.push(f.clone());
+                        }
+                        left.insert(f, now);
+                    }
+                    None => paths.push(f),
+                }
+            }
+        }
+        if !touched.is_empty() {
+            return Err(GitError::TouchesUserChanges(touched));
+        }
+        // Changes the user staged before the run stay staged, outside the commit.
+        let only = status.staged.iter().any(|f| !paths.contains(f));
+        let id = self.git.commit_paths(&paths, message, only).await?;
         if let Some(id) = &id
             && let Ok(mut known) = self.known.lock()
         {
             *known = Some(Snapshot {
                 head: Some(id.clone()),
-                dirty: BTreeMap::new(),
+                dirty: left,
                 repo: true,
             });
         }
@@ -330,6 +417,136 @@ mod tests {
         let before = ws.snapshot().await;
         std::fs::write(dir.path().join("c.txt"), "agent\n").unwrap();
         assert_eq!(ws.changed_since(&before).await, ["c.txt"]);
+    }
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn committed(dir: &Path) -> Vec<String> {
+        git(dir, &["show", "--name-only", "--format=", "-z", "HEAD"])
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_commit_stages_what_git_lists_whatever_ignores_baton_and_names_are_odd() {
+        let (dir, ws) = repo();
+        let root = dir.path();
+        // `.baton` ignored by the root `.gitignore`, as users write it on day one.
+        std::fs::write(
+            root.join(".gitignore"),
+            ".baton/\n/.baton\n.baton\nbuild/\n",
+        )
+        .unwrap();
+        git(root, &["add", ".gitignore"]);
+        git(root, &["commit", "-qm", "ignore"]);
+        std::fs::create_dir_all(root.join(".baton/runs")).unwrap();
+        std::fs::write(root.join(".baton/runs/x.jsonl"), "{}\n").unwrap();
+        std::fs::create_dir_all(root.join("build")).unwrap();
+        std::fs::write(root.join("build/out.o"), "obj").unwrap();
+        std::fs::create_dir_all(root.join("dir with space/über")).unwrap();
+        std::fs::write(root.join("dir with space/über/naïve *.txt"), "x\n").unwrap();
+        std::fs::write(root.join(":(exclude)odd"), "y\n").unwrap();
+        std::fs::remove_file(root.join("a.txt")).unwrap();
+        let id = ws.commit_all("stage").await.unwrap();
+        assert!(id.is_some());
+        assert_eq!(
+            committed(root),
+            [":(exclude)odd", "a.txt", "dir with space/über/naïve *.txt"]
+        );
+        assert_eq!(ws.commit_all("again").await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn the_users_own_changes_stay_out_of_every_commit_and_in_place() {
+        let (dir, ws) = repo();
+        let root = dir.path();
+        std::fs::write(root.join("README.md"), "mine\n").unwrap();
+        git(root, &["add", "README.md"]);
+        git(root, &["commit", "-qm", "readme"]);
+        // Before the run: a modified file, a staged one, an untracked one.
+        std::fs::write(root.join("README.md"), "mine, edited\n").unwrap();
+        std::fs::write(root.join("a.txt"), "a, staged by me\n").unwrap();
+        git(root, &["add", "a.txt"]);
+        std::fs::write(root.join("notes.txt"), "my notes\n").unwrap();
+        let before = ws.snapshot().await;
+        ws.keep_user_changes(&["README.md".into(), "a.txt".into(), "notes.txt".into()]);
+        std::fs::write(root.join("src.rs"), "// agent\n").unwrap();
+        assert_eq!(ws.changed_since(&before).await, ["src.rs"]);
+        assert_eq!(ws.changed_from(None).await.unwrap(), ["src.rs"]);
+        assert!(ws.commit_all("story(1-1): dev").await.unwrap().is_some());
+        assert_eq!(committed(root), ["src.rs"]);
+        // Everything the user had is as they left it: edited, staged, untracked.
+        assert_eq!(
+            std::fs::read_to_string(root.join("README.md")).unwrap(),
+            "mine, edited\n"
+        );
+        let status = git(root, &["status", "--porcelain"]);
+        assert!(status.contains(" M README.md"), "{status}");
+        assert!(status.contains("M  a.txt"), "{status}");
+        assert!(status.contains("?? notes.txt"), "{status}");
+        // The next snapshot knows the tree without git and still holds them.
+        let calls = ws.git().calls();
+        assert_eq!(ws.snapshot().await.dirty().count(), 3);
+        assert_eq!(ws.git().calls(), calls);
+        // A stage that changes one of them is refused, and nothing is committed.
+        std::fs::write(root.join("notes.txt"), "my notes, and the agent's\n").unwrap();
+        std::fs::write(root.join("other.rs"), "// agent\n").unwrap();
+        let head = git(root, &["rev-parse", "HEAD"]);
+        match ws.commit_all("story(1-1): review passed").await {
+            Err(GitError::TouchesUserChanges(files)) => assert_eq!(files, ["notes.txt"]),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(git(root, &["rev-parse", "HEAD"]), head);
+    }
+
+    #[tokio::test]
+    async fn a_project_below_the_repository_root_commits_only_its_own_files() {
+        let (dir, _) = repo();
+        let top = dir.path();
+        let project = top.join("apps/x");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join("lib.rs"), "// x\n").unwrap();
+        git(top, &["add", "-A"]);
+        git(top, &["commit", "-qm", "app"]);
+        let sandbox = Arc::new(Sandbox::new(&project, &Sandbox::default_deny()).unwrap());
+        let ws = Workspace::new(&project, sandbox, Vec::new());
+        std::fs::write(top.join("a.txt"), "a sibling's change\n").unwrap();
+        std::fs::write(project.join("lib.rs"), "// x, changed\n").unwrap();
+        std::fs::write(project.join("new.rs"), "// new\n").unwrap();
+        assert!(ws.commit_all("story(1-1): dev").await.unwrap().is_some());
+        assert_eq!(committed(top), ["apps/x/lib.rs", "apps/x/new.rs"]);
+        // A worktree holds the repository; the story's workspace is the project in it.
+        let wt_dir = project.join(".baton/worktrees/1-1");
+        let wt = ws.worktree("baton/1-1", &wt_dir).await.unwrap();
+        assert_eq!(wt.root(), wt_dir.join("apps/x"));
+        assert_eq!(wt.tree_dir(), wt_dir);
+        std::fs::write(wt.root().join("story.rs"), "// story\n").unwrap();
+        assert!(
+            wt.commit_all("story(1-1): review passed")
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert_eq!(committed(&wt_dir), ["apps/x/story.rs"]);
+        assert_eq!(
+            wt.changed_from(ws.head().await.as_deref()).await.unwrap(),
+            ["story.rs"]
+        );
+        ws.fast_forward("baton/1-1").await.unwrap();
+        assert!(project.join("story.rs").is_file());
+        ws.remove_worktree(wt.tree_dir()).await.unwrap();
+        assert!(!wt_dir.exists());
     }
 
     #[tokio::test]
