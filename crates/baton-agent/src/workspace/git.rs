@@ -351,20 +351,33 @@ impl Git {
     /// through standard input, literally (no glob, no magic), so any name works and nothing
     /// else is staged. With `only`, the commit takes these paths alone, leaving whatever else
     /// the index holds (changes the user staged before the run) staged and uncommitted. Returns
-    /// the new commit's id, or `None` when there was nothing to commit. The caller holds the
-    /// metadata lock, if it must.
+    /// the new commit's id, or `None` when there was nothing to commit. With `allow_empty`, a
+    /// commit is made even with nothing to stage: a stage whose work git ignores (its story
+    /// file under an ignored folder) is still recorded under its own subject. The caller holds
+    /// the metadata lock, if it must.
     async fn commit_listed(
         &self,
         paths: &[String],
         message: &str,
         only: bool,
+        allow_empty: bool,
     ) -> Result<Option<String>, GitError> {
         if paths.is_empty() {
-            return Ok(None);
+            if !allow_empty {
+                return Ok(None);
+            }
+            if only {
+                return self.commit_empty(message).await.map(Some);
+            }
         }
         let list = nul_list(paths);
-        self.stage_listed(&list).await?;
+        if !paths.is_empty() {
+            self.stage_listed(&list).await?;
+        }
         let mut args = vec!["commit", "--no-verify", "-m", message];
+        if allow_empty {
+            args.push("--allow-empty");
+        }
         if only {
             args.extend(["--only", "--pathspec-from-file=-", "--pathspec-file-nul"]);
         }
@@ -390,6 +403,28 @@ impl Git {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// An empty commit on HEAD's branch that leaves the index (and what the user staged in it)
+    /// alone: `git commit` cannot commit nothing while the index holds other changes.
+    async fn commit_empty(&self, message: &str) -> Result<String, GitError> {
+        let old = self
+            .run(&["rev-parse", "--verify", "HEAD^{commit}"])
+            .await?
+            .trim()
+            .to_owned();
+        let tree = format!("{old}^{{tree}}");
+        let new = self
+            .run_with(
+                &["commit-tree", &tree, "-p", &old, "-m", message],
+                &COMMIT_CONFIG,
+            )
+            .await?
+            .trim()
+            .to_owned();
+        self.run(&["update-ref", "-m", message, "HEAD", &new, &old])
+            .await?;
+        Ok(new)
     }
 
     /// `git add -A` of a NUL-separated list of literal paths.
@@ -420,7 +455,18 @@ impl Git {
         only: bool,
     ) -> Result<Option<String>, GitError> {
         let _held = self.meta.lock().await;
-        self.commit_listed(paths, message, only).await
+        self.commit_listed(paths, message, only, false).await
+    }
+
+    /// [`Git::commit_paths`], making the commit even when there is nothing to stage.
+    pub async fn commit_paths_or_empty(
+        &self,
+        paths: &[String],
+        message: &str,
+        only: bool,
+    ) -> Result<Option<String>, GitError> {
+        let _held = self.meta.lock().await;
+        self.commit_listed(paths, message, only, true).await
     }
 
     /// Stages and commits every change under the root that git's status lists, except
@@ -436,7 +482,7 @@ impl Git {
             .filter(|f| !is_baton_state(f))
             .collect();
         let only = status.staged.iter().any(|f| is_baton_state(f));
-        self.commit_listed(&paths, message, only).await
+        self.commit_listed(&paths, message, only, false).await
     }
 }
 

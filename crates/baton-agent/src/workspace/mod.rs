@@ -290,6 +290,16 @@ impl Workspace {
     /// stage touched the user's work. Returns the new commit, or `None` when there was nothing
     /// to commit.
     pub async fn commit_all(&self, message: &str) -> Result<Option<String>, GitError> {
+        self.commit(message, false).await
+    }
+
+    /// [`Workspace::commit_all`]; with `allow_empty`, the commit is made even when git lists
+    /// nothing to stage (a stage whose work git ignores).
+    pub async fn commit(
+        &self,
+        message: &str,
+        allow_empty: bool,
+    ) -> Result<Option<String>, GitError> {
         self.forget();
         let prefix = self.prefix().await?;
         let status = self.git.status(&prefix).await?;
@@ -319,7 +329,13 @@ impl Workspace {
         }
         // Changes the user staged before the run stay staged, outside the commit.
         let only = status.staged.iter().any(|f| !paths.contains(f));
-        let id = self.git.commit_paths(&paths, message, only).await?;
+        let id = if allow_empty {
+            self.git
+                .commit_paths_or_empty(&paths, message, only)
+                .await?
+        } else {
+            self.git.commit_paths(&paths, message, only).await?
+        };
         if let Some(id) = &id
             && let Ok(mut known) = self.known.lock()
         {
@@ -508,6 +524,42 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(git(root, &["rev-parse", "HEAD"]), head);
+    }
+
+    #[tokio::test]
+    async fn a_stage_whose_work_git_ignores_is_recorded_as_an_empty_commit() {
+        let (dir, ws) = repo();
+        let root = dir.path();
+        std::fs::write(root.join(".gitignore"), "out/\n").unwrap();
+        git(root, &["add", ".gitignore"]);
+        git(root, &["commit", "-qm", "ignore"]);
+        std::fs::create_dir_all(root.join("out")).unwrap();
+        std::fs::write(root.join("out/1-1.md"), "Status: ready-for-dev\n").unwrap();
+        assert_eq!(ws.commit("story(1-1): create", false).await.unwrap(), None);
+        assert!(
+            ws.commit("story(1-1): create", true)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert_eq!(committed(root), Vec::<String>::new());
+        // With a change the user staged before the run: it stays staged, out of the commit.
+        std::fs::write(root.join("a.txt"), "staged by me\n").unwrap();
+        git(root, &["add", "a.txt"]);
+        ws.keep_user_changes(&["a.txt".into()]);
+        assert!(
+            ws.commit("story(1-1): review passed", true)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert_eq!(committed(root), Vec::<String>::new());
+        let log = git(root, &["log", "--format=%s", "-3"]);
+        assert_eq!(
+            log.lines().collect::<Vec<_>>(),
+            ["story(1-1): review passed", "story(1-1): create", "ignore"]
+        );
+        assert_eq!(git(root, &["status", "--porcelain"]), "M  a.txt\n");
     }
 
     #[tokio::test]
