@@ -41,6 +41,8 @@ pub struct RunCtx {
     pub settings: SprintSettings,
     /// Moves of stories in flight at once, committed together.
     pub grouper: crate::group_commit::Grouper,
+    /// Whether git ignores the story files, asked once.
+    pub story_files_ignored: tokio::sync::OnceCell<bool>,
 }
 
 impl std::ops::Deref for RunCtx {
@@ -429,11 +431,27 @@ impl StoryCtx {
     }
 
     /// Commits the story's stage `what` (`story(1-2): dev`). A commit that fails stops the
-    /// story: the error reaches the driver, and the story goes to a human with the reason.
+    /// story: the error reaches the driver, and the story goes to a human with the reason. When
+    /// git ignores the story files, a stage that changed only its story file is still recorded,
+    /// as an empty commit under its own subject.
     pub async fn commit(&self, what: &str) -> Result<(), EngineError> {
+        let ignored = *self
+            .run
+            .story_files_ignored
+            .get_or_init(|| async {
+                let story = self.run.story_path(&self.key);
+                let rel = self.run.rel(&story);
+                self.run
+                    .workspace()
+                    .git()
+                    .run(&["check-ignore", "-q", "--", &rel])
+                    .await
+                    .is_ok()
+            })
+            .await;
         self.run
             .run
-            .commit(Some(&self.unit), self.subject(what))
+            .commit_stage(Some(&self.unit), self.subject(what), ignored)
             .await
     }
 

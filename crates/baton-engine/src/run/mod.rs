@@ -298,10 +298,21 @@ impl Run {
     /// remembered ([`Run::commit_failures`]) and returned: a stage whose commit failed is not
     /// done, and its caller stops there.
     pub async fn commit(&self, unit: Option<&Unit>, message: String) -> Result<(), EngineError> {
+        self.commit_stage(unit, message, false).await
+    }
+
+    /// [`Run::commit`]; with `allow_empty`, the commit is made even when git has nothing to
+    /// stage (the stage's work is in files git ignores), so the stage is still on record.
+    pub async fn commit_stage(
+        &self,
+        unit: Option<&Unit>,
+        message: String,
+        allow_empty: bool,
+    ) -> Result<(), EngineError> {
         let key = unit.map_or_else(|| "-".to_owned(), |u| u.key.journal_key());
         let scope = unit.map_or(Scope::Run, |u| Scope::Unit(u.key.clone()));
         let workspace = unit.map_or(self.workspace(), |u| &u.workspace);
-        match workspace.commit_all(&message).await {
+        match workspace.commit(&message, allow_empty).await {
             Ok(Some(_)) => {
                 self.emit(scope, EventBody::Commit { key, message });
                 Ok(())

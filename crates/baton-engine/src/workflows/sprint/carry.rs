@@ -165,10 +165,7 @@ pub async fn ignored_notice(run: &RunCtx) -> Option<String> {
         if rel.is_empty() {
             continue;
         }
-        if let Ok(out) = git
-            .run_with(&["check-ignore", "-v", "--", rel], &["--literal-pathspecs"])
-            .await
-        {
+        if let Ok(out) = git.run(&["check-ignore", "-v", "--", rel]).await {
             ignored.push(*what);
             if rule.is_empty() {
                 // `source:line:pattern<TAB>path`

@@ -60,6 +60,7 @@ impl SprintEngine {
             } else {
                 std::time::Duration::ZERO
             }),
+            story_files_ignored: tokio::sync::OnceCell::new(),
         })
     }
 
