@@ -29,5 +29,6 @@ mod snapshots;
 mod sprint;
 mod tdd;
 mod team;
+mod user_repos;
 mod validate;
 mod wild;
