@@ -346,6 +346,28 @@ impl Git {
         Ok(Status::parse(&out, prefix))
     }
 
+    /// [`Git::status`] of `paths` only (root-relative, named literally): what git says of those
+    /// files, at the cost of those files, whatever the size of the tree around them.
+    pub async fn status_of(&self, prefix: &str, paths: &[String]) -> Result<Status, GitError> {
+        if paths.is_empty() {
+            // No pathspec would be the whole tree.
+            return Ok(Status::default());
+        }
+        let mut args = vec![
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=dirty",
+            "--",
+        ];
+        args.extend(paths.iter().map(String::as_str));
+        let out = self.run_with(&args, &["--literal-pathspecs"]).await?;
+        Ok(Status::parse(&out, prefix))
+    }
+
     /// Stages exactly `paths` (root-relative, as [`Git::status`] lists them: changed, deleted,
     /// untracked or conflicted) and commits them as baton with `message`. The paths reach git
     /// through standard input, literally (no glob, no magic), so any name works and nothing
@@ -373,6 +395,9 @@ impl Git {
         let list = nul_list(paths);
         if !paths.is_empty() {
             self.stage_listed(&list).await?;
+        }
+        if !only {
+            return self.commit_index(message, allow_empty).await;
         }
         let mut args = vec!["commit", "--no-verify", "-m", message];
         if allow_empty {
@@ -403,6 +428,49 @@ impl Git {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Commits the index as it stands on HEAD (or as the first commit), without `git commit`,
+    /// which first refreshes every file of the tree: the tree is written from the index (its
+    /// cached subtrees make that cost what changed), then the commit, then HEAD's branch moves
+    /// from the commit it was on (refused if another moved it meanwhile). `None` when the index
+    /// holds HEAD's tree and `allow_empty` is off.
+    async fn commit_index(
+        &self,
+        message: &str,
+        allow_empty: bool,
+    ) -> Result<Option<String>, GitError> {
+        let tree = self.run(&["write-tree"]).await?.trim().to_owned();
+        // HEAD's commit and tree; an error is a branch without a commit yet.
+        let head = self
+            .run(&["log", "-1", "--format=%H%n%T", "HEAD"])
+            .await
+            .ok();
+        let mut lines = head.as_deref().unwrap_or_default().lines();
+        let parent = lines.next().map(str::to_owned).filter(|p| !p.is_empty());
+        let parent_tree = lines
+            .next()
+            .unwrap_or("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+            .to_owned();
+        if tree == parent_tree && !allow_empty {
+            return Ok(None);
+        }
+        let message = tidy_message(message);
+        let mut args = vec!["commit-tree", "--no-gpg-sign", "-m", message.as_str()];
+        if let Some(p) = &parent {
+            args.extend(["-p", p.as_str()]);
+        }
+        args.push(&tree);
+        let id = self
+            .run_with(&args, &COMMIT_CONFIG)
+            .await?
+            .trim()
+            .to_owned();
+        let reflog = format!("commit: {}", message.lines().next().unwrap_or_default());
+        let old = parent.unwrap_or_else(|| "0".repeat(id.len()));
+        self.run(&["update-ref", "-m", &reflog, "HEAD", &id, &old])
+            .await?;
+        Ok(Some(id))
     }
 
     /// An empty commit on HEAD's branch that leaves the index (and what the user staged in it)
@@ -484,6 +552,12 @@ impl Git {
         let only = status.staged.iter().any(|f| is_baton_state(f));
         self.commit_listed(&paths, message, only, false).await
     }
+}
+
+/// A commit message as `git commit -m` leaves it: no trailing spaces, no blank lines around it.
+fn tidy_message(message: &str) -> String {
+    let lines: Vec<&str> = message.lines().map(str::trim_end).collect();
+    lines.join("\n").trim_matches('\n').to_owned()
 }
 
 /// baton's own state (`.baton/`) and temp files of interrupted writes: never an agent's work,

@@ -15,7 +15,7 @@ pub use trees::{Rebase, WorktreeInfo};
 
 use crate::sandbox::Sandbox;
 use git::{Git, GitError};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -69,6 +69,9 @@ pub fn content_hash(path: &Path) -> Option<u64> {
 }
 
 use git::is_baton_state;
+
+/// Most files a look at part of the tree names; beyond, the whole tree is looked at.
+const LOOK_LIMIT: usize = 256;
 
 impl Workspace {
     /// A workspace at `root`, confined by `sandbox`, whose git runs without `env_remove`.
@@ -185,16 +188,42 @@ impl Workspace {
                 (f, hash)
             })
             .collect();
-        Snapshot {
+        let snapshot = Snapshot {
             head: status.head,
             dirty,
             repo: true,
+        };
+        // The tree as git just saw it: known until something other than baton may change it.
+        if let Ok(mut known) = self.known.lock() {
+            *known = Some(snapshot.clone());
         }
+        snapshot
     }
 
     /// Files changed since `before` (committed or not, reverts included), relative to the root,
-    /// baton's own state excluded, sorted.
+    /// baton's own state excluded, sorted. Asks git about the whole tree (the project's
+    /// directory): anything may have changed.
     pub async fn changed_since(&self, before: &Snapshot) -> Vec<String> {
+        self.changed_within(before, None).await
+    }
+
+    /// [`Workspace::changed_since`] when the only writes since `before` were to `written`
+    /// (root-relative: an agent that used only tools confined to the files they name). git is
+    /// asked about those files and the ones dirty before, not about the whole tree, so the cost
+    /// grows with what the agent touched, not with the repository.
+    pub async fn changed_since_writes(
+        &self,
+        before: &Snapshot,
+        written: &BTreeSet<String>,
+    ) -> Vec<String> {
+        self.changed_within(before, Some(written)).await
+    }
+
+    async fn changed_within(
+        &self,
+        before: &Snapshot,
+        written: Option<&BTreeSet<String>>,
+    ) -> Vec<String> {
         if !before.repo {
             return Vec::new();
         }
@@ -203,18 +232,47 @@ impl Workspace {
         let Ok(prefix) = self.prefix().await else {
             return Vec::new();
         };
-        let Ok(now) = self.git.status(&prefix).await else {
+        // The files to look at: those written and those dirty before (a revert makes one clean).
+        let look: Option<Vec<String>> = written
+            .map(|w| {
+                let mut all: BTreeSet<String> = w.clone();
+                all.extend(before.dirty.keys().cloned());
+                all.into_iter().collect::<Vec<String>>()
+            })
+            .filter(|all| all.len() <= LOOK_LIMIT);
+        let now = match &look {
+            // Nothing written and nothing dirty before: nothing can have changed.
+            Some(paths) if paths.is_empty() => Ok(git::Status {
+                head: before.head.clone(),
+                ..git::Status::default()
+            }),
+            Some(paths) => self.git.status_of(&prefix, paths).await,
+            None => self.git.status(&prefix).await,
+        };
+        let Ok(now) = now else {
             return Vec::new();
         };
         let same_head = match (&before.head, &now.head) {
-            (Some(b), Some(n)) => n.starts_with(b.as_str()),
+            (Some(b), Some(n)) => n.starts_with(b.as_str()) || b.starts_with(n.as_str()),
             (None, None) => true,
             _ => false,
         };
+        if !same_head && look.is_some() {
+            // HEAD moved though no tool could move it (a hook, a person): look at everything.
+            return Box::pin(self.changed_within(before, None)).await;
+        }
+        let dirty_now: BTreeMap<String, Option<u64>> = now
+            .files
+            .iter()
+            .map(|f| (f.clone(), content_hash(&self.root.join(f))))
+            .collect();
         let mut files = now.files;
         if !same_head {
             // The agent committed: what changed since the old HEAD, committed or not.
-            if let Ok(committed) = self.diff_names(before.head.as_deref()).await {
+            if let Ok(committed) = self
+                .diff_names(before.head.as_deref(), now.head.as_deref())
+                .await
+            {
                 files.extend(committed);
             }
         }
@@ -234,6 +292,14 @@ impl Workspace {
         changed.retain(|f| !is_baton_state(f));
         changed.sort();
         changed.dedup();
+        // What git just said is the tree as it is: the next commit need not ask about the rest.
+        if let Ok(mut known) = self.known.lock() {
+            *known = Some(Snapshot {
+                head: now.head,
+                dirty: dirty_now,
+                repo: true,
+            });
+        }
         changed
     }
 
@@ -242,7 +308,7 @@ impl Workspace {
     pub async fn changed_from(&self, base: Option<&str>) -> Result<Vec<String>, GitError> {
         let snapshot = self.snapshot().await;
         let mut files = match base {
-            Some(b) => self.diff_names(Some(b)).await?,
+            Some(b) => self.diff_names(Some(b), snapshot.head.as_deref()).await?,
             None => Vec::new(),
         };
         files.extend(
@@ -257,10 +323,18 @@ impl Workspace {
         Ok(files)
     }
 
-    async fn diff_names(&self, base: Option<&str>) -> Result<Vec<String>, GitError> {
+    /// Files that differ between the commits `base` and `head` (`None`: git's empty tree, and
+    /// HEAD), root-relative: trees compared with trees, so the work tree is never scanned (its
+    /// own changes come from the snapshot).
+    async fn diff_names(
+        &self,
+        base: Option<&str>,
+        head: Option<&str>,
+    ) -> Result<Vec<String>, GitError> {
         // Git's empty tree: the base of a repository that had no commit yet.
         let base = base.unwrap_or("4b825dc642cb6eb9a060e54bf8d69288fbee4904");
-        if base.starts_with('-') {
+        let head = head.unwrap_or("HEAD");
+        if base.starts_with('-') || head.starts_with('-') {
             return Ok(Vec::new());
         }
         let out = self
@@ -273,7 +347,9 @@ impl Workspace {
                 "--no-renames",
                 "--relative",
                 base,
+                head,
                 "--",
+                ".",
             ])
             .await?;
         Ok(out
@@ -300,9 +376,28 @@ impl Workspace {
         message: &str,
         allow_empty: bool,
     ) -> Result<Option<String>, GitError> {
-        self.forget();
+        let known = self.known.lock().ok().and_then(|mut k| k.take());
+        let known_head = known.as_ref().and_then(|k| k.head.clone());
         let prefix = self.prefix().await?;
-        let status = self.git.status(&prefix).await?;
+        // Known since git last looked (and baton wrote since): only those files can be dirty,
+        // besides the user's kept ones (what they staged must stay out of the commit).
+        let kept_paths: Vec<String> = self
+            .kept
+            .lock()
+            .map(|k| k.keys().cloned().collect())
+            .unwrap_or_default();
+        let candidates: Option<Vec<String>> = known
+            .map(|k| {
+                let mut all: BTreeSet<String> = k.dirty.into_keys().collect();
+                all.extend(kept_paths);
+                all.into_iter().filter(|f| !is_baton_state(f)).collect()
+            })
+            .filter(|c: &Vec<String>| c.len() <= LOOK_LIMIT);
+        let status = match &candidates {
+            Some(c) if c.is_empty() => git::Status::default(),
+            Some(c) => self.git.status_of(&prefix, c).await?,
+            None => self.git.status(&prefix).await?,
+        };
         let mut paths = Vec::new();
         let mut left: BTreeMap<String, Option<u64>> = BTreeMap::new();
         let mut touched = Vec::new();
@@ -336,11 +431,13 @@ impl Workspace {
         } else {
             self.git.commit_paths(&paths, message, only).await?
         };
-        if let Some(id) = &id
+        // The tree is now what was left out of the commit, and HEAD the new commit.
+        let head = id.clone().or(status.head).or(known_head);
+        if head.is_some()
             && let Ok(mut known) = self.known.lock()
         {
             *known = Some(Snapshot {
-                head: Some(id.clone()),
+                head,
                 dirty: left,
                 repo: true,
             });
