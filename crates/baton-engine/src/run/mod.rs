@@ -312,6 +312,10 @@ impl Run {
         let key = unit.map_or_else(|| "-".to_owned(), |u| u.key.journal_key());
         let scope = unit.map_or(Scope::Run, |u| Scope::Unit(u.key.clone()));
         let workspace = unit.map_or(self.workspace(), |u| &u.workspace);
+        if unit.is_none() {
+            // The run's own commit takes whatever is left: git is asked about the whole tree.
+            workspace.forget();
+        }
         match workspace.commit(&message, allow_empty).await {
             Ok(Some(_)) => {
                 self.emit(scope, EventBody::Commit { key, message });

@@ -170,6 +170,8 @@ impl MergeLane {
                     env_remove: ctx.run.setup.commands.env_remove.clone(),
                 };
                 let result = checks::run_tests(ws.root(), &test, &ctx.run.setup.cancel).await;
+                // The tests may have written anything: git is asked about the whole tree next.
+                ws.forget();
                 ctx.emit(EventBody::Tests {
                     key: ctx.key.clone(),
                     passed: result.passed(),
