@@ -480,6 +480,24 @@ fn check(name: &str, mode: Mode) {
         .filter(|e| e["event"] == "commit_failed")
         .collect();
     assert!(failed.is_empty(), "{ctx}: {failed:?}");
+    // Said once, never silently: story files git ignores, the user's changes kept.
+    let notices: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "notice")
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    let said = |what: &str| notices.iter().filter(|n| n.contains(what)).count();
+    let ignores = matches!(name, "bmad-output-ignored" | "global-excludes-md");
+    assert_eq!(
+        said("git ignores story files"),
+        usize::from(ignores),
+        "{ctx}: {notices:?}"
+    );
+    assert_eq!(
+        said("your uncommitted changes"),
+        usize::from(repo.allow_dirty),
+        "{ctx}: {notices:?}"
+    );
 
     // Every stage committed under its own message, in order, story by story.
     let range = format!("{initial}..HEAD");
@@ -701,4 +719,116 @@ fn a_crlf_sprint_file() {
 #[test]
 fn a_path_with_spaces_and_non_ascii_letters() {
     both("odd-path");
+}
+
+/// A developer who also rewrites the user's `README.md`, which held their own uncommitted edit.
+fn script_touching_the_readme() -> Script {
+    use super::sprint::{call, pass_verdict, re};
+    Script::new()
+        .create(K1)
+        .turn(
+            "developer",
+            &re(&format!("Implement story `{K1}` (mode: dev)")),
+            "Red first: the test, then the code.",
+            vec![
+                call(
+                    "write_file",
+                    serde_json::json!({ "path": format!("src/{K1}.rs"), "content": "// it\n" }),
+                ),
+                call(
+                    "write_file",
+                    serde_json::json!({ "path": "README.md", "content": "# rewritten\n" }),
+                ),
+                call(
+                    "write_file",
+                    serde_json::json!({ "path": "tests-pass", "content": "ok\n" }),
+                ),
+            ],
+        )
+        .turn(
+            "developer",
+            &re(&format!("to `src/{K1}.rs`")),
+            "Implemented. All tests pass.",
+            vec![],
+        )
+        .review(K1, 1, &pass_verdict("fine"))
+}
+
+#[test]
+fn a_stage_that_changes_the_users_own_file_stops_its_story_with_the_reason() {
+    for mode in [Mode::Sequential, Mode::Parallel] {
+        let repo = setup("dirty-allowed");
+        let text = serde_json::to_string_pretty(
+            &serde_json::json!({ "turns": script_touching_the_readme().turns }),
+        )
+        .expect("JSON");
+        fs::write(repo.project.join(".baton/scripts/t.yaml"), text).expect("script");
+        let initial = repo
+            .git(&repo.top, &["rev-parse", "HEAD"])
+            .trim()
+            .to_owned();
+        let mut args = vec![
+            "sprint",
+            "--yolo",
+            "--json",
+            "--allow-dirty",
+            "--stories",
+            K1,
+        ];
+        args.extend_from_slice(mode.args());
+        let mut cmd = Command::new(BATON);
+        cmd.arg("-C")
+            .arg(&repo.project)
+            .args(&args)
+            .env("TZ", "UTC")
+            .env_remove("BATON_PROJECT")
+            .env(
+                "BATON_CONFIG_DIR",
+                repo.project.join(".baton/no-user-config"),
+            )
+            .env("GIT_CONFIG_GLOBAL", &repo.global)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdin(Stdio::null());
+        let run = run_guarded(cmd, &args).expect_code(1);
+        let (events, report) = events_and_report(&run);
+        let ctx = format!("{mode:?}\n{}", run.describe());
+        assert_eq!(report["end"], "failed", "{ctx}");
+        let story = &report["stories"][0];
+        assert_eq!(story["final_status"], "needs-intervention", "{ctx}");
+        let why = story["error"].as_str().unwrap_or_default();
+        match mode {
+            // The stage's commit is refused: it would carry the user's edit.
+            Mode::Sequential => {
+                assert!(
+                    why.contains("story(1-1): dev") && why.contains("`README.md`"),
+                    "{ctx}: {why}"
+                );
+                assert!(
+                    events.iter().any(|e| e["event"] == "commit_failed"),
+                    "{ctx}"
+                );
+            }
+            // The story's worktree never held the user's edit; the merge into their tree is
+            // refused instead, and their edit is as they left it, the branch kept.
+            Mode::Parallel => {
+                assert!(why.contains("README.md"), "{ctx}: {why}");
+                assert_eq!(story["branch"], "baton/1-1-alpha", "{ctx}");
+                assert_eq!(
+                    fs::read_to_string(repo.top.join("README.md")).expect("readme"),
+                    "# the product, my edit\n",
+                    "{ctx}"
+                );
+            }
+        }
+        // Neither the user's edit nor the agent's rewrite of it is in any commit.
+        let range = format!("{initial}..HEAD");
+        let committed = repo.git(&repo.top, &["log", "--name-only", "--format=", &range]);
+        assert!(!committed.contains("README.md"), "{ctx}: {committed}");
+        assert!(!committed.contains("notes.txt"), "{ctx}: {committed}");
+        assert_eq!(
+            fs::read_to_string(repo.top.join("notes.txt")).expect("notes"),
+            "my notes\n",
+            "{ctx}"
+        );
+    }
 }
