@@ -66,7 +66,7 @@ struct Repo {
 
 impl Repo {
     /// An empty setup directory with an empty global configuration.
-    fn new() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    fn setup_dir() -> (tempfile::TempDir, PathBuf, PathBuf) {
         let tmp = tempfile::tempdir().expect("a temp dir");
         let base = tmp.path().to_path_buf();
         let global = base.join("gitconfig");
@@ -174,7 +174,7 @@ fn install_script(project: &Path) {
 /// A repository at `base/name` holding the project at its top, on `branch`, with `extra`
 /// files (path, text) written before the first commit.
 fn plain(name: &str, branch: &str, extra: &[(&str, &str)]) -> Repo {
-    let (tmp, base, global) = Repo::new();
+    let (tmp, base, global) = Repo::setup_dir();
     let top = base.join(name);
     fs::create_dir_all(&top).expect("mkdir");
     write_project(&top, "\n");
@@ -220,7 +220,7 @@ fn origin(base: &Path, global: &Path) -> PathBuf {
 
 /// A teammate's checkout of a repository where baton ran: `how` makes it from the origin.
 fn checkout_of(how: &str) -> Repo {
-    let (tmp, base, global) = Repo::new();
+    let (tmp, base, global) = Repo::setup_dir();
     let origin = origin(&base, &global);
     let top = base.join("mine");
     let url = format!("file://{}", origin.display());
@@ -297,7 +297,7 @@ fn setup(name: &str) -> Repo {
             repo
         }
         "subdirectory" => {
-            let (tmp, base, global) = Repo::new();
+            let (tmp, base, global) = Repo::setup_dir();
             let top = base.join("mono");
             let project = top.join("apps/x");
             fs::create_dir_all(&project).expect("mkdir");
@@ -329,7 +329,7 @@ fn setup(name: &str) -> Repo {
         }
         "master" => plain("p", "master", &[]),
         "submodule" => {
-            let (tmp, base, global) = Repo::new();
+            let (tmp, base, global) = Repo::setup_dir();
             let lib = base.join("lib");
             fs::create_dir_all(&lib).expect("mkdir");
             fs::write(lib.join("lib.txt"), "a library\n").expect("write");
