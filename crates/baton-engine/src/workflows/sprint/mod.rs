@@ -95,13 +95,19 @@ impl SprintEngine {
             )
             .await;
         let failures = run.commit_failures();
-        if let (RunEnd::Completed, Some(first)) = (report.end, failures.first()) {
-            // Work that is not committed is not done: the run did not succeed.
-            report.end = RunEnd::Failed;
-            report.reason = format!(
+        if let Some(first) = failures.first() {
+            let failed = format!(
                 "{} stage commit(s) failed; the work is in the tree, uncommitted (first: {first})",
                 failures.len()
             );
+            if report.end == RunEnd::Completed {
+                // Work that is not committed is not done: the run did not succeed.
+                report.end = RunEnd::Failed;
+                report.reason = failed;
+            } else {
+                // The story a failed commit stopped says why too; the run's end names it.
+                report.reason = format!("{}; {failed}", report.reason);
+            }
         }
         let _ = run.end(report.end.as_str(), &report.reason);
         report
