@@ -351,7 +351,11 @@ impl Runner {
         };
         let (status, reason) =
             self.settle_in_flight(def, status, reason, &mut state, &mut transcript);
-        let files_changed = self.workspace.changed_since(&before).await;
+        // An agent whose every write named its file asks git about those files only.
+        let files_changed = match &state.writes {
+            Writes::Confined(paths) => self.workspace.changed_since_writes(&before, paths).await,
+            Writes::Anything => self.workspace.changed_since(&before).await,
+        };
         let outcome = Outcome {
             agent: def.name.clone(),
             model: self.model.to_string(),
@@ -652,7 +656,7 @@ impl Runner {
             }
             let mut escalation = None;
             for call in &response.tool_calls {
-                let result = self.execute(def, call, transcript).await;
+                let result = self.execute(def, call, transcript, &mut st.writes).await;
                 if escalation.is_none() {
                     escalation = result.escalation.clone();
                 }
@@ -706,6 +710,7 @@ impl Runner {
         def: &AgentDef,
         call: &baton_llm::ToolCall,
         transcript: &mut Transcript,
+        writes: &mut Writes,
     ) -> crate::tools::ToolResult {
         use crate::tools::ToolResult;
         transcript.write("tool_call", serde_json::json!({ "id": call.id, "name": call.name, "arguments": call.raw_arguments }));
@@ -754,6 +759,8 @@ impl Runner {
                             agent: def.name.clone(),
                             tool: call.name.clone(),
                         });
+                        // Recorded before the call: a call cut off half way may have written.
+                        writes.record(tool.as_ref(), args, &self.ctx);
                         let done = tool.call(args, &self.ctx).await;
                         self.guards.observe(&inspected, &done);
                         done
@@ -784,6 +791,65 @@ fn keep_tail(s: &mut String, max: usize) {
     s.drain(..cut);
 }
 
+/// What an agent's tool calls may have written, so its changed files can be asked of git at the
+/// cost of those files: the paths of tools confined to the files they name (root-relative), or
+/// anything, once a tool that can write anywhere (a command) ran.
+#[derive(Debug)]
+enum Writes {
+    Confined(std::collections::BTreeSet<String>),
+    Anything,
+}
+
+impl Default for Writes {
+    fn default() -> Writes {
+        Writes::Confined(std::collections::BTreeSet::new())
+    }
+}
+
+impl Writes {
+    fn record(
+        &mut self,
+        tool: &dyn crate::tools::Tool,
+        args: &serde_json::Value,
+        ctx: &ToolContext,
+    ) {
+        if !tool.writes() {
+            return;
+        }
+        let Writes::Confined(paths) = self else {
+            return;
+        };
+        if !tool.writes_only_its_paths() {
+            *self = Writes::Anything;
+            return;
+        }
+        for arg in tool.path_args() {
+            let Some(raw) = args.get(*arg).and_then(|v| v.as_str()) else {
+                continue;
+            };
+            let resolved = ctx
+                .sandbox
+                .resolve(raw, crate::sandbox::Access::Write)
+                .ok()
+                .and_then(|abs| {
+                    abs.strip_prefix(ctx.sandbox.root())
+                        .ok()
+                        .map(|r| r.to_string_lossy().replace('\\', "/"))
+                });
+            match resolved {
+                Some(rel) if !rel.is_empty() => {
+                    paths.insert(rel);
+                }
+                // A path the sandbox would not resolve the same way: look at everything.
+                _ => {
+                    *self = Writes::Anything;
+                    return;
+                }
+            }
+        }
+    }
+}
+
 #[derive(Default)]
 struct RunState {
     /// The budget stopped the run.
@@ -801,6 +867,8 @@ struct RunState {
     in_flight: Option<InFlight>,
     /// Old tool results replaced by stubs in the conversation sent.
     compactor: Compactor,
+    /// What the tool calls may have written.
+    writes: Writes,
 }
 
 /// What one model call has streamed so far.

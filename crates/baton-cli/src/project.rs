@@ -85,9 +85,18 @@ pub fn require_bmad_sprint(cfg: &Config) -> Result<()> {
     Ok(())
 }
 
-/// Opens the journal.
+/// Opens the journal, creating `.baton/` (ignoring itself) first if needed.
 pub fn journal(cfg: &Config) -> Result<SqliteJournal> {
+    ensure_state_dir(&cfg.state_dir)?;
     Ok(SqliteJournal::open(&cfg.journal_path())?)
+}
+
+/// Creates the state directory with the `.gitignore` that keeps it out of git, or writes the
+/// `.gitignore` a clone of the project lacks (it is never committed).
+pub fn ensure_state_dir(dir: &Path) -> Result<()> {
+    baton_store::state_dir::ensure(dir)
+        .with_context(|| format!("cannot write `{}`", dir.join(".gitignore").display()))?;
+    Ok(())
 }
 
 /// Opens the ledger (sprint file + journal), reconciling anything left pending.

@@ -41,6 +41,8 @@ pub struct RunCtx {
     pub settings: SprintSettings,
     /// Moves of stories in flight at once, committed together.
     pub grouper: crate::group_commit::Grouper,
+    /// Whether git ignores the story files, asked once.
+    pub story_files_ignored: tokio::sync::OnceCell<bool>,
 }
 
 impl std::ops::Deref for RunCtx {
@@ -100,10 +102,12 @@ impl RunCtx {
             .unwrap_or_else(|| dir.join(format!("{key}.md")))
     }
 
-    /// Commits everything with `message` for story `key` (`-`: the run's own commit).
-    pub async fn commit(&self, key: &str, message: String) {
+    /// Commits what changed with `message` for `key` (`-`: the run's own commit). A failure
+    /// is reported and remembered by the run (which then does not end `completed`), and
+    /// returned.
+    pub async fn commit(&self, key: &str, message: String) -> Result<(), EngineError> {
         let unit = (key != "-").then(|| self.run.unit(UnitKey::Story(key.to_owned())));
-        self.run.commit(unit.as_ref(), message).await;
+        self.run.commit(unit.as_ref(), message).await
     }
 
     /// Facts of `key`, for [`baton_core::story::decide`], with its story file in the project's
@@ -233,6 +237,8 @@ pub struct StoryTree {
     pub branch: String,
     /// The merge lane of the run.
     pub lane: Arc<crate::workflows::sprint::lane::MergeLane>,
+    /// The files git ignores that were carried into the worktree, with their content then.
+    pub carried: crate::workflows::sprint::carry::Carried,
 }
 
 impl StoryCtx {
@@ -424,12 +430,29 @@ impl StoryCtx {
         format!("story({short}): {what}")
     }
 
-    /// Commits the story's stage `what` (`story(1-2): dev`).
-    pub async fn commit(&self, what: &str) {
+    /// Commits the story's stage `what` (`story(1-2): dev`). A commit that fails stops the
+    /// story: the error reaches the driver, and the story goes to a human with the reason. When
+    /// git ignores the story files, a stage that changed only its story file is still recorded,
+    /// as an empty commit under its own subject.
+    pub async fn commit(&self, what: &str) -> Result<(), EngineError> {
+        let ignored = *self
+            .run
+            .story_files_ignored
+            .get_or_init(|| async {
+                let story = self.run.story_path(&self.key);
+                let rel = self.run.rel(&story);
+                self.run
+                    .workspace()
+                    .git()
+                    .run(&["check-ignore", "-q", "--", &rel])
+                    .await
+                    .is_ok()
+            })
+            .await;
         self.run
             .run
-            .commit(Some(&self.unit), self.subject(what))
-            .await;
+            .commit_stage(Some(&self.unit), self.subject(what), ignored)
+            .await
     }
 
     /// The branch of the story's own worktree (empty when it works in the main tree).
@@ -488,7 +511,7 @@ impl StoryCtx {
             }
         }
         if let Some(what) = &m.commit {
-            self.commit(what).await;
+            self.commit(what).await?;
         }
         match tree.lane.merge(self).await? {
             crate::workflows::sprint::lane::Merged::Merged => {}
@@ -541,7 +564,7 @@ impl StoryCtx {
             });
         }
         if let Some(what) = &m.commit {
-            self.commit(what).await;
+            self.commit(what).await?;
         }
         Ok(())
     }

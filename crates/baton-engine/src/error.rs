@@ -39,6 +39,18 @@ pub enum EngineError {
     /// git failed.
     #[error(transparent)]
     Git(#[from] GitError),
+    /// A stage commit failed: the stage's work is in the tree, uncommitted, and the story
+    /// needs a human.
+    #[error(
+        "the stage commit `{message}` failed: {source}; the stage's work is in the tree, uncommitted"
+    )]
+    CommitFailed {
+        /// The commit's subject.
+        message: String,
+        /// Why.
+        #[source]
+        source: GitError,
+    },
     /// The project is not fit for a run (not a repository, uncommitted changes, …).
     #[error("{0}")]
     Preflight(String),

@@ -18,4 +18,5 @@ pub mod lock;
 pub mod memory;
 pub mod planning;
 pub mod sprint_file;
+pub mod state_dir;
 pub mod story_file;

@@ -586,6 +586,10 @@ impl Tool for WriteFile {
         &["path"]
     }
 
+    fn writes_only_its_paths(&self) -> bool {
+        true
+    }
+
     fn call<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             match write_file(args, ctx).await {
@@ -675,6 +679,10 @@ impl Tool for EditFile {
 
     fn path_args(&self) -> &'static [&'static str] {
         &["path"]
+    }
+
+    fn writes_only_its_paths(&self) -> bool {
+        true
     }
 
     fn call<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolResult> {

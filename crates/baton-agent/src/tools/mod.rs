@@ -127,6 +127,11 @@ pub trait Tool: Send + Sync {
     fn path_alternatives<'v>(&self, _value: &'v str) -> Vec<&'v str> {
         Vec::new()
     }
+    /// Whether what it writes is confined to the files its path arguments name (so an agent's
+    /// changed files can be found by asking git about those files only).
+    fn writes_only_its_paths(&self) -> bool {
+        false
+    }
     /// Runs the call. Invalid arguments are a tool error, never a panic.
     fn call<'a>(
         &'a self,

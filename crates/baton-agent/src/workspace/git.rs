@@ -10,6 +10,12 @@
 //! kills a stage commit half way. A call that meets an index or HEAD lock waits while a live git
 //! process may hold it; a lock left by a killed git (no git process is running in the
 //! repository, `holds_repository`) is removed, once, and reported.
+//!
+//! A stage commit stages only what belongs to the stage ([`Git::commit_paths`]): the paths git's
+//! own status lists under the work tree, named one by one (literally, through standard input),
+//! so that an ignore rule, a path outside the project or a change the user made before the run
+//! can never make the commit fail or ride along. Nothing is ever named by a pattern such as
+//! `:(exclude).baton`: git refuses a pathspec that names an ignored path.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -22,15 +28,15 @@ const GIT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Longest a call waits for a lock held by a live git process.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
 
-/// Configuration every call runs with.
-const HARDENED: [&str; 13] = [
+/// Configuration every call runs with. Commits are baton's own: unsigned (a signing key or
+/// agent the user set up for their commits is not asked, so `commit.gpgSign=true` without a
+/// working gpg never fails a stage) and without the repository's hooks.
+const HARDENED: [&str; 11] = [
     "--no-pager",
     "-c",
     "core.quotepath=off",
     "-c",
     "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
     "-c",
     "gc.auto=0",
     "-c",
@@ -39,15 +45,17 @@ const HARDENED: [&str; 13] = [
     "commit.gpgSign=false",
 ];
 
-/// Stages every change under the root except baton's own state and temp files of interrupted
-/// writes: what a stage commit (or a rebase continued after a merge fix round) takes.
-pub const ADD_ALL: [&str; 6] = [
-    "add",
-    "-A",
-    "--",
-    ".",
-    ":(exclude).baton",
-    ":(exclude,glob)**/.*.baton-tmp-*",
+/// Switches fsmonitor off, unless the user runs git's own daemon (see [`Git::fsmonitor_off`]).
+const NO_FSMONITOR: [&str; 2] = ["-c", "core.fsmonitor=false"];
+
+/// Identity and settings of baton's own commits.
+const COMMIT_CONFIG: [&str; 6] = [
+    "-c",
+    "user.name=baton",
+    "-c",
+    "user.email=baton@localhost",
+    "-c",
+    "core.abbrev=40",
 ];
 
 /// Why a git call failed.
@@ -73,6 +81,26 @@ pub enum GitError {
     /// A lock stayed held by a live git process.
     #[error("`{0}` is held by another git process; try again when it has finished")]
     Locked(String),
+    /// A stage changed files that held the user's own uncommitted changes before the run:
+    /// committing them would carry the user's work, and leaving them out would split the stage.
+    #[error(
+        "{} changed since the run started and held your own uncommitted changes before it; \
+         baton commits neither your changes nor a stage mixed with them: look at the file(s), \
+         commit or set aside what is yours, then put the story back",
+        list_paths(.0)
+    )]
+    TouchesUserChanges(Vec<String>),
+}
+
+/// `a`, `b` (and N more), backquoted, for messages.
+fn list_paths(paths: &[String]) -> String {
+    let shown: Vec<String> = paths.iter().take(5).map(|p| format!("`{p}`")).collect();
+    let more = paths.len().saturating_sub(5);
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
 }
 
 /// Runs git in one work tree. Cheap to clone; clones share the call counter.
@@ -84,6 +112,8 @@ pub struct Git {
     /// Held by every call that changes the repository's shared metadata (commits, branches,
     /// worktrees, fast-forwards): shared by the runners of one repository's work trees.
     meta: Arc<tokio::sync::Mutex<()>>,
+    /// Whether calls switch fsmonitor off, asked once per repository.
+    fsmonitor_off: Arc<tokio::sync::OnceCell<bool>>,
 }
 
 impl Git {
@@ -94,6 +124,7 @@ impl Git {
             env_remove: Arc::new(env_remove),
             calls: Arc::new(AtomicU64::new(0)),
             meta: Arc::new(tokio::sync::Mutex::new(())),
+            fsmonitor_off: Arc::new(tokio::sync::OnceCell::new()),
         }
     }
 
@@ -106,6 +137,7 @@ impl Git {
             env_remove: self.env_remove.clone(),
             calls: self.calls.clone(),
             meta: self.meta.clone(),
+            fsmonitor_off: self.fsmonitor_off.clone(),
         }
     }
 
@@ -113,6 +145,11 @@ impl Git {
     pub async fn run_serial(&self, args: &[&str], config: &[&str]) -> Result<String, GitError> {
         let _held = self.meta.lock().await;
         self.run_with(args, config).await
+    }
+
+    /// Holds the repository's metadata lock (commits, branches, worktrees) until dropped.
+    pub async fn meta_lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.meta.lock().await
     }
 
     /// The work tree.
@@ -137,10 +174,22 @@ impl Git {
 
     /// Runs `git <args>` with extra `-c` settings placed before the subcommand.
     pub async fn run_with(&self, args: &[&str], config: &[&str]) -> Result<String, GitError> {
+        self.run_input(args, config, None).await
+    }
+
+    /// Runs `git <args>` (with `config` before the subcommand) with `input` on its standard
+    /// input (`None`: none).
+    async fn run_input(
+        &self,
+        args: &[&str],
+        config: &[&str],
+        input: Option<&[u8]>,
+    ) -> Result<String, GitError> {
+        let fsmonitor_off = self.fsmonitor_off().await;
         let mut waited = Duration::ZERO;
         let mut cleared = false;
         loop {
-            match self.once(args, config).await {
+            match self.once(args, config, input, fsmonitor_off).await {
                 Err(GitError::Failed { stderr, command }) if stderr.contains(".lock") => {
                     let Some(lock) = lock_path(&stderr) else {
                         return Err(GitError::Failed { command, stderr });
@@ -163,7 +212,26 @@ impl Git {
         }
     }
 
-    async fn once(&self, args: &[&str], config: &[&str]) -> Result<String, GitError> {
+    /// Whether baton's calls switch fsmonitor off: always, unless the user turned on git's own
+    /// file system monitor (`core.fsmonitor=true`, the built-in daemon), whose answers make a
+    /// status of a large tree cheap. A hook program (`core.fsmonitor=<path>`) stays off: it is
+    /// a program anyone who can write the repository's configuration could have named.
+    async fn fsmonitor_off(&self) -> bool {
+        *self
+            .fsmonitor_off
+            .get_or_init(|| async {
+                let mut cmd = self.command(&[], &["config", "--type=bool", "core.fsmonitor"]);
+                cmd.stdin(Stdio::null());
+                match tokio::time::timeout(GIT_TIMEOUT, cmd.output()).await {
+                    Ok(Ok(o)) => !(o.status.success() && o.stdout.trim_ascii() == b"true"),
+                    _ => true,
+                }
+            })
+            .await
+    }
+
+    /// `git -C root <hardened> <config> <args>` with baton's environment.
+    fn command(&self, config: &[&str], args: &[&str]) -> tokio::process::Command {
         self.calls.fetch_add(1, Ordering::Relaxed);
         let mut cmd = tokio::process::Command::new("git");
         cmd.arg("-C")
@@ -174,7 +242,6 @@ impl Git {
             .env("LC_ALL", "C")
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("GIT_OPTIONAL_LOCKS", "0")
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
@@ -185,8 +252,29 @@ impl Git {
         for var in self.env_remove.iter() {
             cmd.env_remove(var);
         }
+        cmd
+    }
+
+    async fn once(
+        &self,
+        args: &[&str],
+        config: &[&str],
+        input: Option<&[u8]>,
+        fsmonitor_off: bool,
+    ) -> Result<String, GitError> {
+        let mut all_config: Vec<&str> = Vec::with_capacity(config.len() + 2);
+        if fsmonitor_off {
+            all_config.extend(NO_FSMONITOR);
+        }
+        all_config.extend_from_slice(config);
+        let mut cmd = self.command(&all_config, args);
+        cmd.stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
         let command = args.first().copied().unwrap_or_default().to_owned();
-        let output = match tokio::time::timeout(GIT_TIMEOUT, cmd.output()).await {
+        let output = match tokio::time::timeout(GIT_TIMEOUT, output_of(cmd, input)).await {
             Err(_) => return Err(GitError::TimedOut(command)),
             Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(GitError::NotInstalled);
@@ -238,7 +326,9 @@ impl Git {
     }
 
     /// HEAD (if any) and the changed or untracked files under the root (relative to it), in one
-    /// call. `prefix` is the root's [`Git::prefix`].
+    /// call. `prefix` is the root's [`Git::prefix`]. Only the root's own directory is looked at
+    /// (`-- .`), so the call grows with the project, not with the repository around it; ignored
+    /// paths are git's to leave out, as its rules say.
     pub async fn status(&self, prefix: &str) -> Result<Status, GitError> {
         let out = self
             .run(&[
@@ -248,6 +338,7 @@ impl Git {
                 "-z",
                 "--untracked-files=all",
                 "--no-renames",
+                "--ignore-submodules=dirty",
                 "--",
                 ".",
             ])
@@ -255,24 +346,70 @@ impl Git {
         Ok(Status::parse(&out, prefix))
     }
 
-    /// Stages everything under the root except baton's own state and temp files, and commits it
-    /// as baton with `message`. Returns the new commit's abbreviated id, or `None` when there was
-    /// nothing to commit.
-    pub async fn commit_all(&self, message: &str) -> Result<Option<String>, GitError> {
-        let _held = self.meta.lock().await;
-        self.run(&ADD_ALL).await?;
+    /// [`Git::status`] of `paths` only (root-relative, named literally): what git says of those
+    /// files, at the cost of those files, whatever the size of the tree around them.
+    pub async fn status_of(&self, prefix: &str, paths: &[String]) -> Result<Status, GitError> {
+        if paths.is_empty() {
+            // No pathspec would be the whole tree.
+            return Ok(Status::default());
+        }
+        let mut args = vec![
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--ignore-submodules=dirty",
+            "--",
+        ];
+        args.extend(paths.iter().map(String::as_str));
+        let out = self.run_with(&args, &["--literal-pathspecs"]).await?;
+        Ok(Status::parse(&out, prefix))
+    }
+
+    /// Stages exactly `paths` (root-relative, as [`Git::status`] lists them: changed, deleted,
+    /// untracked or conflicted) and commits them as baton with `message`. The paths reach git
+    /// through standard input, literally (no glob, no magic), so any name works and nothing
+    /// else is staged. With `only`, the commit takes these paths alone, leaving whatever else
+    /// the index holds (changes the user staged before the run) staged and uncommitted. Returns
+    /// the new commit's id, or `None` when there was nothing to commit. With `allow_empty`, a
+    /// commit is made even with nothing to stage: a stage whose work git ignores (its story
+    /// file under an ignored folder) is still recorded under its own subject. The caller holds
+    /// the metadata lock, if it must.
+    async fn commit_listed(
+        &self,
+        paths: &[String],
+        message: &str,
+        only: bool,
+        allow_empty: bool,
+    ) -> Result<Option<String>, GitError> {
+        if paths.is_empty() {
+            if !allow_empty {
+                return Ok(None);
+            }
+            if only {
+                return self.commit_empty(message).await.map(Some);
+            }
+        }
+        let list = nul_list(paths);
+        if !paths.is_empty() {
+            self.stage_listed(&list).await?;
+        }
+        if !only {
+            return self.commit_index(message, allow_empty).await;
+        }
+        let mut args = vec!["commit", "--no-verify", "-m", message];
+        if allow_empty {
+            args.push("--allow-empty");
+        }
+        if only {
+            args.extend(["--only", "--pathspec-from-file=-", "--pathspec-file-nul"]);
+        }
+        let mut config = vec!["--literal-pathspecs"];
+        config.extend(COMMIT_CONFIG);
         let out = self
-            .run_with(
-                &["commit", "--no-verify", "-m", message],
-                &[
-                    "-c",
-                    "user.name=baton",
-                    "-c",
-                    "user.email=baton@localhost",
-                    "-c",
-                    "core.abbrev=40",
-                ],
-            )
+            .run_input(&args, &config, only.then_some(list.as_slice()))
             .await;
         match out {
             // `[main 1a2b3c4] message` or `[main (root-commit) 1a2b3c4] message`.
@@ -292,6 +429,173 @@ impl Git {
             Err(e) => Err(e),
         }
     }
+
+    /// Commits the index as it stands on HEAD (or as the first commit), without `git commit`,
+    /// which first refreshes every file of the tree: the tree is written from the index (its
+    /// cached subtrees make that cost what changed), then the commit, then HEAD's branch moves
+    /// from the commit it was on (refused if another moved it meanwhile). `None` when the index
+    /// holds HEAD's tree and `allow_empty` is off.
+    async fn commit_index(
+        &self,
+        message: &str,
+        allow_empty: bool,
+    ) -> Result<Option<String>, GitError> {
+        let tree = self.run(&["write-tree"]).await?.trim().to_owned();
+        // HEAD's commit and tree; an error is a branch without a commit yet.
+        let head = self
+            .run(&["log", "-1", "--format=%H%n%T", "HEAD"])
+            .await
+            .ok();
+        let mut lines = head.as_deref().unwrap_or_default().lines();
+        let parent = lines.next().map(str::to_owned).filter(|p| !p.is_empty());
+        let parent_tree = lines
+            .next()
+            .unwrap_or("4b825dc642cb6eb9a060e54bf8d69288fbee4904")
+            .to_owned();
+        if tree == parent_tree && !allow_empty {
+            return Ok(None);
+        }
+        let message = tidy_message(message);
+        let mut args = vec!["commit-tree", "--no-gpg-sign", "-m", message.as_str()];
+        if let Some(p) = &parent {
+            args.extend(["-p", p.as_str()]);
+        }
+        args.push(&tree);
+        let id = self
+            .run_with(&args, &COMMIT_CONFIG)
+            .await?
+            .trim()
+            .to_owned();
+        let reflog = format!("commit: {}", message.lines().next().unwrap_or_default());
+        let old = parent.unwrap_or_else(|| "0".repeat(id.len()));
+        self.run(&["update-ref", "-m", &reflog, "HEAD", &id, &old])
+            .await?;
+        Ok(Some(id))
+    }
+
+    /// An empty commit on HEAD's branch that leaves the index (and what the user staged in it)
+    /// alone: `git commit` cannot commit nothing while the index holds other changes.
+    async fn commit_empty(&self, message: &str) -> Result<String, GitError> {
+        let old = self
+            .run(&["rev-parse", "--verify", "HEAD^{commit}"])
+            .await?
+            .trim()
+            .to_owned();
+        let tree = format!("{old}^{{tree}}");
+        let new = self
+            .run_with(
+                &["commit-tree", &tree, "-p", &old, "-m", message],
+                &COMMIT_CONFIG,
+            )
+            .await?
+            .trim()
+            .to_owned();
+        self.run(&["update-ref", "-m", message, "HEAD", &new, &old])
+            .await?;
+        Ok(new)
+    }
+
+    /// `git add -A` of a NUL-separated list of literal paths.
+    async fn stage_listed(&self, list: &[u8]) -> Result<(), GitError> {
+        self.run_input(
+            &["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"],
+            &["--literal-pathspecs"],
+            Some(list),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Stages exactly `paths` (root-relative), as [`Git::commit_paths`] does, without
+    /// committing: the resolution of a stopped rebase.
+    pub async fn stage_paths(&self, paths: &[String]) -> Result<(), GitError> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        self.stage_listed(&nul_list(paths)).await
+    }
+
+    /// [`Git::commit_listed`] holding the repository's metadata lock.
+    pub async fn commit_paths(
+        &self,
+        paths: &[String],
+        message: &str,
+        only: bool,
+    ) -> Result<Option<String>, GitError> {
+        let _held = self.meta.lock().await;
+        self.commit_listed(paths, message, only, false).await
+    }
+
+    /// [`Git::commit_paths`], making the commit even when there is nothing to stage.
+    pub async fn commit_paths_or_empty(
+        &self,
+        paths: &[String],
+        message: &str,
+        only: bool,
+    ) -> Result<Option<String>, GitError> {
+        let _held = self.meta.lock().await;
+        self.commit_listed(paths, message, only, true).await
+    }
+
+    /// Stages and commits every change under the root that git's status lists, except
+    /// baton's own state and temp files of interrupted writes, as baton with `message`. Returns
+    /// the new commit's id, or `None` when there was nothing to commit.
+    pub async fn commit_all(&self, message: &str) -> Result<Option<String>, GitError> {
+        let _held = self.meta.lock().await;
+        let prefix = self.prefix().await?;
+        let status = self.status(&prefix).await?;
+        let paths: Vec<String> = status
+            .files
+            .into_iter()
+            .filter(|f| !is_baton_state(f))
+            .collect();
+        let only = status.staged.iter().any(|f| is_baton_state(f));
+        self.commit_listed(&paths, message, only, false).await
+    }
+}
+
+/// A commit message as `git commit -m` leaves it: no trailing spaces, no blank lines around it.
+fn tidy_message(message: &str) -> String {
+    let lines: Vec<&str> = message.lines().map(str::trim_end).collect();
+    lines.join("\n").trim_matches('\n').to_owned()
+}
+
+/// baton's own state (`.baton/`) and temp files of interrupted writes: never an agent's work,
+/// never committed, whatever the ignore rules say.
+pub fn is_baton_state(path: &str) -> bool {
+    path == ".baton" || path.starts_with(".baton/") || path.contains(".baton-tmp-")
+}
+
+/// Paths as git reads them from `--pathspec-from-file --pathspec-file-nul`.
+fn nul_list(paths: &[String]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in paths {
+        out.extend_from_slice(p.as_bytes());
+        out.push(0);
+    }
+    out
+}
+
+/// Runs `cmd` to its end with `input` written to its standard input (then closed).
+async fn output_of(
+    mut cmd: tokio::process::Command,
+    input: Option<&[u8]>,
+) -> std::io::Result<std::process::Output> {
+    let Some(input) = input else {
+        return cmd.output().await;
+    };
+    use tokio::io::AsyncWriteExt;
+    let mut child = cmd.spawn()?;
+    let mut stdin = child.stdin.take();
+    let write = async {
+        if let Some(s) = stdin.as_mut() {
+            // git may exit before it has read everything (a failure): its answer says why.
+            let _ = s.write_all(input).await;
+        }
+        drop(stdin.take());
+    };
+    let (_, out) = tokio::join!(write, child.wait_with_output());
+    out
 }
 
 /// What `git status --porcelain=v2 --branch` says.
@@ -301,34 +605,49 @@ pub struct Status {
     pub head: Option<String>,
     /// Changed or untracked files, relative to the root, sorted.
     pub files: Vec<String>,
+    /// Those of `files` whose change is (partly) staged in the index, or conflicted.
+    pub staged: Vec<String>,
 }
 
 impl Status {
     fn parse(out: &str, prefix: &str) -> Status {
         let mut head = None;
         let mut files = Vec::new();
+        let mut staged = Vec::new();
         for record in out.split('\0').filter(|r| !r.is_empty()) {
             if let Some(oid) = record.strip_prefix("# branch.oid ") {
                 head = (oid != "(initial)").then(|| oid.to_owned());
                 continue;
             }
-            let path = match record.as_bytes().first() {
-                // `1 XY sub mH mI mW hH hI path`: eight fields before the path.
-                Some(b'1') => record.splitn(9, ' ').nth(8),
+            let (path, in_index) = match record.as_bytes().first() {
+                // `1 XY sub mH mI mW hH hI path`: eight fields before the path; X is the index.
+                Some(b'1') => (
+                    record.splitn(9, ' ').nth(8),
+                    record.as_bytes().get(2).is_some_and(|x| *x != b'.'),
+                ),
                 // `u XY sub m1 m2 m3 mW h1 h2 h3 path`: ten fields before it.
-                Some(b'u') => record.splitn(11, ' ').nth(10),
-                Some(b'?') => record.strip_prefix("? "),
-                _ => None,
+                Some(b'u') => (record.splitn(11, ' ').nth(10), true),
+                Some(b'?') => (record.strip_prefix("? "), false),
+                _ => (None, false),
             };
             if let Some(p) = path.and_then(|p| p.strip_prefix(prefix))
                 && !p.is_empty()
             {
                 files.push(p.to_owned());
+                if in_index {
+                    staged.push(p.to_owned());
+                }
             }
         }
         files.sort();
         files.dedup();
-        Status { head, files }
+        staged.sort();
+        staged.dedup();
+        Status {
+            head,
+            files,
+            staged,
+        }
     }
 }
 
@@ -549,6 +868,10 @@ mod tests {
         let s = Status::parse(out, "app/");
         assert_eq!(s.head.as_deref(), Some("0123abcd"));
         assert_eq!(s.files, ["conflict.rs", "new file.txt", "src/a.rs"]);
+        // Only a change in the index (X) or a conflict is staged; a work-tree change is not.
+        assert_eq!(s.staged, ["conflict.rs"]);
+        let staged = Status::parse("1 M. N... 100644 100644 100644 a b x.rs\0", "");
+        assert_eq!(staged.staged, ["x.rs"]);
         let fresh = Status::parse("# branch.oid (initial)\0? a\0", "");
         assert_eq!(fresh.head, None);
         assert_eq!(fresh.files, ["a"]);
@@ -742,6 +1065,32 @@ mod tests {
         assert_eq!(status.head.as_deref(), Some(head.as_str()));
         // baton's own state is never committed.
         assert_eq!(status.files, [".baton/state"]);
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn an_fsmonitor_hook_program_never_runs_and_signing_is_never_asked() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, git) = repo();
+        let marker = dir.path().join("hook-ran");
+        let hook = dir.path().join("monitor.sh");
+        std::fs::write(&hook, format!("#!/bin/sh\ntouch '{}'\n", marker.display())).unwrap();
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let config = |k: &str, v: &str| {
+            std::process::Command::new("git")
+                .args(["config", k, v])
+                .current_dir(dir.path())
+                .status()
+                .unwrap()
+        };
+        config("core.fsmonitor", &hook.display().to_string());
+        // Signing asked for, with a program that cannot sign.
+        config("commit.gpgsign", "true");
+        config("gpg.program", "/nonexistent/gpg");
+        std::fs::write(dir.path().join("a.txt"), "a").unwrap();
+        git.status("").await.unwrap();
+        assert!(git.commit_all("unsigned").await.unwrap().is_some());
+        assert!(!marker.exists(), "the fsmonitor hook ran");
     }
 
     #[tokio::test]

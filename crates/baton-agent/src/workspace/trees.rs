@@ -113,9 +113,13 @@ impl Workspace {
     /// rules rooted there: the same deny patterns and every protected path (the sprint file,
     /// `baton.toml`, `.baton/`, BMad's configuration, story statuses) at the same place in the
     /// worktree. A worktree already registered at `dir` on `branch` is re-attached; otherwise
-    /// one is added, on the existing branch or on a new one created from HEAD.
+    /// one is added, on the existing branch or on a new one created from HEAD. For a project
+    /// below the repository's root (`apps/x`), the worktree holds the whole repository and the
+    /// workspace is the project's directory in it (`dir/apps/x`): its commits, paths and
+    /// status stay inside the project there, as in the main tree.
     pub async fn worktree(&self, branch: &str, dir: &Path) -> Result<Workspace, GitError> {
         check_branch(branch)?;
+        let prefix = self.prefix().await?;
         let registered = self.worktrees().await?.into_iter().find(|w| w.path == dir);
         match registered {
             Some(w) if !w.prunable => {
@@ -147,24 +151,41 @@ impl Workspace {
                 }
             }
         }
-        self.tree_at(dir)
+        self.tree_at(dir, &prefix)
     }
 
-    /// The workspace of the worktree at `dir`, with this workspace's rules and git settings.
-    fn tree_at(&self, dir: &Path) -> Result<Workspace, GitError> {
+    /// The workspace of the project's directory `prefix` in the worktree at `dir`, with this
+    /// workspace's rules and git settings.
+    fn tree_at(&self, dir: &Path, prefix: &str) -> Result<Workspace, GitError> {
+        let root = if prefix.is_empty() {
+            dir.to_path_buf()
+        } else {
+            dir.join(prefix.trim_end_matches('/'))
+        };
+        if !root.is_dir() {
+            std::fs::create_dir_all(&root).map_err(|e| {
+                failed(
+                    "worktree",
+                    format!("cannot create `{}`: {e}", root.display()),
+                )
+            })?;
+        }
         let deny: Vec<String> = self
             .sandbox
             .deny_patterns()
             .into_iter()
             .map(str::to_owned)
             .collect();
-        let sandbox = Sandbox::with_protected(dir, &deny, self.sandbox.protected())
+        let sandbox = Sandbox::with_protected(&root, &deny, self.sandbox.protected())
             .map_err(|e| failed("worktree", e.to_string()))?;
-        Ok(Workspace::with_git(
-            dir,
-            Arc::new(sandbox),
-            self.git.for_tree(dir),
-        ))
+        let mut ws = Workspace::with_git(&root, Arc::new(sandbox), self.git.for_tree(&root));
+        if let Ok(mut p) = ws.prefix.lock() {
+            *p = Some(prefix.to_owned());
+        }
+        if !prefix.is_empty() {
+            ws.tree_top = Some(dir.to_path_buf());
+        }
+        Ok(ws)
     }
 
     /// Whether the branch `name` exists.
@@ -301,10 +322,23 @@ impl Workspace {
         self.after_rebase_step(out).await
     }
 
-    /// Stages the resolution of a stopped rebase and continues it.
+    /// Stages the resolution of a stopped rebase (the paths git lists as changed or conflicted
+    /// under the root, baton's state left out) and continues it.
     pub async fn rebase_continue(&self) -> Result<Rebase, GitError> {
         self.forget();
-        self.git.run_serial(&super::git::ADD_ALL, &[]).await?;
+        let prefix = self.prefix().await?;
+        let paths: Vec<String> = self
+            .git
+            .status(&prefix)
+            .await?
+            .files
+            .into_iter()
+            .filter(|f| !super::git::is_baton_state(f))
+            .collect();
+        {
+            let _held = self.git.meta_lock().await;
+            self.git.stage_paths(&paths).await?;
+        }
         let out = self
             .git
             .run_serial(&["rebase", "--continue"], &REBASE_CONFIG)

@@ -69,6 +69,10 @@ struct GitView {
     repository: bool,
     /// Changed files that are not baton's own (a sprint refuses them without --allow-dirty).
     uncommitted: Vec<String>,
+    /// What of baton's state git would commit: `.baton/` when it exists and git does not
+    /// ignore it, and files under it that are committed already.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    state_not_ignored: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -148,6 +152,7 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
     let git = Git::new(root, Vec::new());
     let repository = git.is_repo().await;
     let mut uncommitted = Vec::new();
+    let mut state_not_ignored = Vec::new();
     if repository {
         let owned =
             baton_engine::sprint::recovery::OwnedFiles::new(root, &cfg.sprint_status, &cfg.stories);
@@ -159,6 +164,20 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
                 .into_iter()
                 .filter(|p| !owned.contains(p))
                 .collect();
+        }
+        state_not_ignored = state_in_git(&git, root).await;
+        if !state_not_ignored.is_empty() {
+            problems.push(format!(
+                "git would commit baton's state ({}): `git add -A` takes journals, transcripts \
+                 and worktrees; write `.baton/.gitignore` holding `*` (any baton command that \
+                 makes state writes it) and `git rm -r --cached .baton` what is committed",
+                state_not_ignored
+                    .iter()
+                    .take(5)
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
     } else {
         problems.push(
@@ -260,6 +279,7 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
         git: GitView {
             repository,
             uncommitted,
+            state_not_ignored,
         },
         test_command,
         test_command_needs_trust,
@@ -269,6 +289,32 @@ async fn build(root: &Path, cfg: &Config, args: &DoctorArgs) -> Result<Report> {
         problems,
         warnings,
     })
+}
+
+/// What of `.baton/` git would commit: the directory itself when it exists and its journal would
+/// not be ignored (`git check-ignore`), and the files under it that are tracked.
+async fn state_in_git(git: &Git, root: &Path) -> Vec<String> {
+    let dir = crate::config::STATE_DIR;
+    let mut out = Vec::new();
+    if root.join(dir).is_dir() {
+        let probe = format!("{dir}/baton.db");
+        // Exit 1: not ignored; 0: ignored; anything else (no answer) says nothing.
+        if let Err(baton_agent::workspace::git::GitError::Failed { stderr, .. }) =
+            git.run(&["check-ignore", "-q", "--", &probe]).await
+            && !stderr.contains("fatal")
+        {
+            out.push(format!("{dir}/"));
+        }
+    }
+    if let Ok(tracked) = git.run(&["ls-files", "-z", "--", dir]).await {
+        out.extend(
+            tracked
+                .split('\0')
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    out
 }
 
 fn budget_lines(cfg: &Config) -> Vec<String> {

@@ -260,14 +260,8 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
             .with_context(|| format!("cannot create `{}`", state.display()))?;
         created.push(format!("{}/", config::STATE_DIR));
     }
-    let ignore = state.join(".gitignore");
-    if !ignore.exists() {
-        fs::write(
-            &ignore,
-            "# baton's private state (journal, locks, transcripts)\n*\n",
-        )
-        .with_context(|| format!("cannot write `{}`", ignore.display()))?;
-    }
+    baton_store::state_dir::ensure(state)
+        .with_context(|| format!("cannot write `{}`", state.join(".gitignore").display()))?;
     crate::project::journal(&cfg)?;
     let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
     let project = root

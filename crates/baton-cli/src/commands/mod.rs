@@ -47,10 +47,31 @@ impl From<Code> for std::process::ExitCode {
     }
 }
 
-/// Runs the parsed command.
+/// Runs the parsed command. Around every command that may make state in the project, a `.baton/`
+/// without its `.gitignore` (a clone of a project where baton ran: the file ignores itself, so
+/// it was never committed) gets one, before and after, so git never lists baton's state.
 pub fn run(cli: Cli) -> Result<Code> {
     let root = crate::project::root(cli.project.as_deref())?;
-    match cli.command {
+    // `init` writes its own, `demo` works elsewhere, `doctor` writes nothing (it reports a
+    // `.baton/` git would commit), and `guard` answers an agent's hook inside a run.
+    let keeps_state = !matches!(
+        cli.command,
+        Command::Init(_) | Command::Demo(_) | Command::Doctor(_) | Command::Guard(_)
+    );
+    let state = root.join(crate::config::STATE_DIR);
+    if keeps_state {
+        let _ = baton_store::state_dir::ignore_if_present(&state);
+    }
+    let code = dispatch(&root, cli.command);
+    if keeps_state {
+        let _ = baton_store::state_dir::ignore_if_present(&state);
+    }
+    code
+}
+
+fn dispatch(root: &std::path::Path, command: Command) -> Result<Code> {
+    let root = root.to_path_buf();
+    match command {
         Command::Init(args) => init::run(&root, &args),
         Command::Demo(args) => demo::run(&args),
         Command::Status(args) => status::run(&root, &args),

@@ -54,15 +54,34 @@ pub fn policy_hook_in(root: &Path, tree: Option<&Path>, input: &str) -> HookAnsw
 }
 
 /// `tree` if it is a worktree baton made for the project at `root` (a directory directly under
-/// its `.baton/worktrees/`), canonical.
+/// its `.baton/worktrees/`; for a project below its repository's root, `apps/x`, the project's
+/// directory in such a worktree: `.baton/worktrees/<key>/apps/x`), canonical.
 fn worktree_of(root: &Path, tree: &Path) -> Result<PathBuf, String> {
     let not = || format!("`{}` is not a worktree of this project", tree.display());
     let home = std::fs::canonicalize(root.join(".baton").join("worktrees")).map_err(|_| not())?;
     let t = std::fs::canonicalize(tree).map_err(|_| not())?;
+    let prefix = repository_prefix(root);
     match t.strip_prefix(&home) {
-        Ok(rel) if rel.components().count() == 1 && t.is_dir() => Ok(t),
+        Ok(rel)
+            if rel.components().count() == 1 + prefix.components().count()
+                && rel.ends_with(&prefix)
+                && t.is_dir() =>
+        {
+            Ok(t)
+        }
         _ => Err(not()),
     }
+}
+
+/// The path of the project at `root` inside its repository (empty at the repository's top):
+/// from the nearest directory holding `.git` (a directory, or a worktree's file) down to it.
+fn repository_prefix(root: &Path) -> PathBuf {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    root.ancestors()
+        .find(|d| d.join(".git").exists())
+        .and_then(|top| root.strip_prefix(top).ok())
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }
 
 /// The sandbox an agent's call is judged by: the project's, or the same rules rooted at its
@@ -801,6 +820,34 @@ mod tree_tests {
     }
 
     #[test]
+    fn a_project_below_its_repository_s_root_works_in_its_directory_of_the_worktree() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        std::fs::create_dir_all(top.join(".git")).unwrap();
+        let root = top.join("apps/x");
+        let tree = root.join(".baton/worktrees/1-1-a");
+        std::fs::create_dir_all(tree.join("apps/x/src")).unwrap();
+        std::fs::write(tree.join(".git"), "gitdir: elsewhere\n").unwrap();
+        let write = |t: &Path| {
+            pre_in(
+                &root,
+                t,
+                "Write",
+                json!({ "file_path": "src/x.rs", "content": "x" }),
+            )
+        };
+        assert_eq!(write(&tree.join("apps/x")).code, 0);
+        for t in [tree.clone(), tree.join("apps"), tree.join("apps/x/src")] {
+            assert_eq!(
+                write(&t).code,
+                2,
+                "{} was taken for a worktree",
+                t.display()
+            );
+        }
+    }
+
+    #[test]
     fn a_tree_that_is_not_one_of_the_project_s_worktrees_blocks_every_call() {
         let (dir, _) = project_with_tree();
         let root = dir.path();
@@ -811,6 +858,7 @@ mod tree_tests {
             root.join(".baton"),
             root.join(".baton/worktrees"),
             root.join(".baton/worktrees/missing"),
+            root.join(".baton/worktrees/1-1-a/src"),
         ] {
             let a = pre_in(
                 root,

@@ -31,6 +31,7 @@ mod snapshots;
 mod sprint;
 mod tdd;
 mod team;
+mod user_repos;
 mod validate;
 mod wild;
 mod wire_replay;

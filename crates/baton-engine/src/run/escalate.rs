@@ -82,6 +82,8 @@ impl Run {
         };
         esc.id = self.with_journal(|j| Ok(j.raise_escalation(&esc)?))?;
         append_log(&self.escalations_log, &key, e, &esc)?;
+        // baton wrote it: the main tree's next commit knows without asking git.
+        self.workspace().touched(&[&self.escalations_log]);
         // Marked as awaited before the front end hears of it, so its answer is never early.
         if self.answers.is_some() {
             self.set_awaiting(Some(esc.id));

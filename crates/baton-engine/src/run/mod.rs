@@ -293,16 +293,35 @@ impl Run {
         })
     }
 
-    /// Commits everything in `unit`'s workspace with `message` (`None`: the run's own commit
+    /// Commits what changed in `unit`'s workspace with `message` (`None`: the run's own commit
     /// in the main tree), reporting the commit, or why it failed, as an event. A failure is
-    /// remembered ([`Run::commit_failures`]).
-    pub async fn commit(&self, unit: Option<&Unit>, message: String) {
+    /// remembered ([`Run::commit_failures`]) and returned: a stage whose commit failed is not
+    /// done, and its caller stops there.
+    pub async fn commit(&self, unit: Option<&Unit>, message: String) -> Result<(), EngineError> {
+        self.commit_stage(unit, message, false).await
+    }
+
+    /// [`Run::commit`]; with `allow_empty`, the commit is made even when git has nothing to
+    /// stage (the stage's work is in files git ignores), so the stage is still on record.
+    pub async fn commit_stage(
+        &self,
+        unit: Option<&Unit>,
+        message: String,
+        allow_empty: bool,
+    ) -> Result<(), EngineError> {
         let key = unit.map_or_else(|| "-".to_owned(), |u| u.key.journal_key());
         let scope = unit.map_or(Scope::Run, |u| Scope::Unit(u.key.clone()));
         let workspace = unit.map_or(self.workspace(), |u| &u.workspace);
-        match workspace.commit_all(&message).await {
-            Ok(Some(_)) => self.emit(scope, EventBody::Commit { key, message }),
-            Ok(None) => {}
+        if unit.is_none() {
+            // The run's own commit takes whatever is left: git is asked about the whole tree.
+            workspace.forget();
+        }
+        match workspace.commit(&message, allow_empty).await {
+            Ok(Some(_)) => {
+                self.emit(scope, EventBody::Commit { key, message });
+                Ok(())
+            }
+            Ok(None) => Ok(()),
             Err(e) => {
                 if let Ok(mut f) = self.commit_failures.lock() {
                     f.push(format!("{message}: {e}"));
@@ -311,10 +330,11 @@ impl Run {
                     scope,
                     EventBody::CommitFailed {
                         key,
-                        message,
+                        message: message.clone(),
                         error: e.to_string(),
                     },
                 );
+                Err(EngineError::CommitFailed { message, source: e })
             }
         }
     }

@@ -82,6 +82,8 @@ impl StageWork for Develop {
             env_remove: run.setup.commands.env_remove.clone(),
         };
         let result = checks::run_tests(ctx.workspace().root(), &test, &run.setup.cancel).await;
+        // The tests may have written anything: the stage's commit asks git about the whole tree.
+        ctx.workspace().forget();
         ctx.emit(EventBody::Tests {
             key: ctx.key.clone(),
             passed: result.passed(),

@@ -126,7 +126,7 @@ async fn execute<S: StageWork>(
     settled.detail.agent = Some(outcome.agent.clone());
     ctx.end_step(step, settled.outcome, &settled.detail)?;
     if let Some(what) = &settled.commit {
-        ctx.commit(what).await;
+        ctx.commit(what).await?;
     }
     Ok(())
 }

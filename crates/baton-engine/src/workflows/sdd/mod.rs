@@ -137,7 +137,9 @@ impl Sdd {
         }
         if let Some(prev) = run.interrupted()? {
             // The work of a step a killed run cut off: kept, and the step runs again.
-            run.commit(None, "sdd: work left by an interrupted run".into())
+            // A failure is the run's to report: it does not end `completed`.
+            let _ = run
+                .commit(None, "sdd: work left by an interrupted run".into())
                 .await;
             return Ok(vec![format!(
                 "run {} was interrupted; its uncommitted work is kept and the plan resumes",

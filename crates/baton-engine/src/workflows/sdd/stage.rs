@@ -171,7 +171,7 @@ impl TaskCtx<'_> {
                     Some(&self.unit),
                     format!("sdd(task {}): {what}", self.task.id),
                 )
-                .await;
+                .await?;
         }
         // The reason reads `budget: …`; the run's report says `budget:` itself.
         Ok(budget_stop.then(|| {

@@ -170,6 +170,8 @@ impl MergeLane {
                     env_remove: ctx.run.setup.commands.env_remove.clone(),
                 };
                 let result = checks::run_tests(ws.root(), &test, &ctx.run.setup.cancel).await;
+                // The tests may have written anything: git is asked about the whole tree next.
+                ws.forget();
                 ctx.emit(EventBody::Tests {
                     key: ctx.key.clone(),
                     passed: result.passed(),
@@ -219,7 +221,7 @@ impl MergeLane {
                      branch and its worktree `{}` are kept as they were.",
                     ctx.tree_branch(),
                     self.base,
-                    ctx.rel_to_project(ctx.workspace().root()),
+                    ctx.rel_to_project(ctx.workspace().tree_dir()),
                 ),
                 choices: kind.choices().to_vec(),
             },
@@ -303,7 +305,7 @@ impl MergeLane {
         self.round(ctx, prompts::MERGE_TESTS, &vars, |_| None)
             .await?;
         let (used, _) = self.rounds_used(ctx)?;
-        ctx.commit(&format!("merge fix round {used}")).await;
+        ctx.commit(&format!("merge fix round {used}")).await?;
         Ok(())
     }
 
@@ -365,18 +367,33 @@ impl MergeLane {
         Ok(result == StepOutcome::Passed)
     }
 
-    /// After a merge into the base: removes the story's worktree and its (merged) branch. A
-    /// tree or branch git will not remove without losing something is kept, and said.
+    /// After a merge into the base: brings the story's files git ignores back to the project
+    /// ([`super::carry`]), then removes the story's worktree and its (merged) branch. A tree or
+    /// branch git will not remove without losing something is kept, and said; so is a tree
+    /// holding an ignored file whose copy in the project changed meanwhile.
     pub async fn retire(&self, ctx: &StoryCtx) {
-        let dir = ctx.workspace().root().to_path_buf();
+        let dir = ctx.workspace().tree_dir().to_path_buf();
         let branch = ctx.tree_branch();
-        let kept = match self.main.remove_worktree(&dir).await {
-            Err(e) => Some(format!("worktree kept: {e}")),
-            Ok(()) => match self.main.delete_merged_branch(&branch).await {
-                Ok(true) => None,
-                Ok(false) => Some("branch kept: it holds unmerged commits".to_owned()),
-                Err(e) => Some(format!("branch kept: {e}")),
-            },
+        let empty = super::carry::Carried::new();
+        let carried = ctx.tree.as_ref().map_or(&empty, |t| &t.carried);
+        let left = super::carry::carry_out(ctx, carried).await;
+        let kept = if !left.is_empty() {
+            Some(format!(
+                "worktree kept: git ignores {}, which changed both here and in the project",
+                left.iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        } else {
+            match self.main.remove_worktree(&dir).await {
+                Err(e) => Some(format!("worktree kept: {e}")),
+                Ok(()) => match self.main.delete_merged_branch(&branch).await {
+                    Ok(true) => None,
+                    Ok(false) => Some("branch kept: it holds unmerged commits".to_owned()),
+                    Err(e) => Some(format!("branch kept: {e}")),
+                },
+            }
         };
         if let Some(why) = kept {
             self.emit(ctx, MergePhase::Kept, format!("{branch}: {why}"));
@@ -390,7 +407,7 @@ impl MergeLane {
     /// Sets the story's branch aside after a human chose to: the worktree goes (refused, and
     /// said, if it holds uncommitted work), the branch is renamed and never deleted.
     pub async fn set_aside(&self, ctx: &StoryCtx, escalation: i64) -> Result<String, EngineError> {
-        let dir = ctx.workspace().root().to_path_buf();
+        let dir = ctx.workspace().tree_dir().to_path_buf();
         let ws = ctx.workspace();
         ws.rebase_abort().await?;
         self.main.remove_worktree(&dir).await?;

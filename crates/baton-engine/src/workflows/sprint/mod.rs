@@ -6,10 +6,12 @@
 //! [`baton_core::story::decide`]'s; state lives in the sprint file, the story files and the
 //! journal only, so a run killed anywhere resumes from them.
 
+pub mod carry;
 pub mod lane;
 mod parallel;
 pub mod recovery;
 pub mod report;
+mod user_changes;
 
 use crate::ctx::{RunCtx, StoryCtx};
 use crate::error::EngineError;
@@ -58,6 +60,7 @@ impl SprintEngine {
             } else {
                 std::time::Duration::ZERO
             }),
+            story_files_ignored: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -75,28 +78,36 @@ impl SprintEngine {
         // Whatever the end, leave nothing of baton's uncommitted (escalation log, review
         // findings, a needs-intervention status), so the next `baton sprint` starts clean.
         let short = report.reason.lines().next().unwrap_or_default().to_owned();
-        run.commit(
-            "-",
-            format!(
-                "sprint: run {} {}{}",
-                run.id,
-                report.end.as_str(),
-                if short.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {short}")
-                }
-            ),
-        )
-        .await;
+        // A failure is remembered: the run then does not end `completed`.
+        let _ = run
+            .commit(
+                "-",
+                format!(
+                    "sprint: run {} {}{}",
+                    run.id,
+                    report.end.as_str(),
+                    if short.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {short}")
+                    }
+                ),
+            )
+            .await;
         let failures = run.commit_failures();
-        if let (RunEnd::Completed, Some(first)) = (report.end, failures.first()) {
-            // Work that is not committed is not done: the run did not succeed.
-            report.end = RunEnd::Failed;
-            report.reason = format!(
+        if let Some(first) = failures.first() {
+            let failed = format!(
                 "{} stage commit(s) failed; the work is in the tree, uncommitted (first: {first})",
                 failures.len()
             );
+            if report.end == RunEnd::Completed {
+                // Work that is not committed is not done: the run did not succeed.
+                report.end = RunEnd::Failed;
+                report.reason = failed;
+            } else {
+                // The story a failed commit stopped says why too; the run's end names it.
+                report.reason = format!("{}; {failed}", report.reason);
+            }
         }
         let _ = run.end(report.end.as_str(), &report.reason);
         report
@@ -361,7 +372,7 @@ fn record(
         && story.final_status != Status::Done.as_str()
     {
         story.branch = Some(tree.branch.clone());
-        story.worktree = Some(ctx.rel_to_project(ctx.workspace().root()));
+        story.worktree = Some(ctx.rel_to_project(ctx.workspace().tree_dir()));
     }
     story.error = reason.clone();
     ctx.emit(EventBody::StoryFinished {

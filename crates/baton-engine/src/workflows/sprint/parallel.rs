@@ -193,6 +193,8 @@ async fn start(
     ws.rebase_abort()
         .await
         .map_err(|e| format!("its worktree has a stopped rebase that would not abort: {e}"))?;
+    // Files git ignores (BMad's output folder, say) are not in a worktree made from a commit.
+    let carried = super::carry::carry_in(run, &ws).await;
     let ctx = StoryCtx::in_tree(
         run.clone(),
         key,
@@ -200,6 +202,7 @@ async fn start(
         StoryTree {
             branch: branch.clone(),
             lane: lane.clone(),
+            carried,
         },
     );
     let stories = ctx.stories_dir();

@@ -9,6 +9,7 @@
 //! status change was made but whose commit the kill prevented (committed now, under that stage's
 //! name: a story's stage, or an epic's retrospective).
 
+use super::user_changes;
 use crate::ctx::{RunCtx, StoryCtx};
 use crate::error::EngineError;
 use crate::run::preflight;
@@ -96,30 +97,45 @@ async fn check_tree(run: &RunCtx) -> Result<Vec<String>, EngineError> {
         .dirty()
         .filter(|p| !p.starts_with(".baton/") && !p.contains(".baton-tmp-"))
         .partition(|p| owned.contains(p));
-    if dirty.is_empty() && own.is_empty() {
-        return Ok(Vec::new());
-    }
     if let Some(prev) = interrupted {
+        // The user's changes the killed run kept out of its commits stay out; the rest of the
+        // dirt is its work.
+        user_changes::keep_recorded(root, ws);
+        if dirty.is_empty() && own.is_empty() {
+            return Ok(Vec::new());
+        }
         return Ok(vec![format!(
             "run {} was interrupted; its uncommitted work is kept and the sprint resumes",
             prev.id
         )]);
     }
+    let mut notices = Vec::new();
     if dirty.is_empty() {
-        run.commit(
-            "-",
-            format!("baton: commit its own files ({})", preflight::list(&own)),
-        )
-        .await;
-        return Ok(Vec::new());
+        user_changes::forget(root);
+    } else if run.settings.allow_dirty {
+        let dirty: Vec<String> = dirty.iter().map(|p| (*p).to_owned()).collect();
+        user_changes::keep(root, ws, &dirty);
+        notices.push(format!(
+            "your uncommitted changes ({}) stay as they are and out of every commit (--allow-dirty); a stage that changes one of them stops its story",
+            preflight::list(&dirty)
+        ));
+    } else {
+        return Err(EngineError::Preflight(format!(
+            "the working tree has uncommitted changes ({}); commit or stash them, or pass --allow-dirty",
+            preflight::list(&dirty)
+        )));
     }
-    if run.settings.allow_dirty {
-        return Ok(Vec::new());
+    notices.extend(super::carry::ignored_notice(run).await);
+    if !own.is_empty() {
+        // A failure is the run's to report: it does not end `completed`.
+        let _ = run
+            .commit(
+                "-",
+                format!("baton: commit its own files ({})", preflight::list(&own)),
+            )
+            .await;
     }
-    Err(EngineError::Preflight(format!(
-        "the working tree has uncommitted changes ({}); commit or stash them, or pass --allow-dirty",
-        preflight::list(&dirty)
-    )))
+    Ok(notices)
 }
 
 /// Sweeps temp files of killed writers among the stories and settles a killed run's leftovers.
@@ -146,7 +162,8 @@ pub async fn tidy(run: &RunCtx) -> Result<(), EngineError> {
         let message = recovered_stage(run, &prev.id)
             .await?
             .unwrap_or_else(|| format!("sprint: work of interrupted run {}", prev.id));
-        run.commit("-", message).await;
+        // A failure is the run's to report: it does not end `completed`.
+        let _ = run.commit("-", message).await;
     }
     run.end_other(&prev.id, "cancelled", "interrupted; resumed by a later run")
 }
@@ -294,7 +311,7 @@ pub async fn settle_tree(ctx: &StoryCtx) -> Result<(), EngineError> {
     };
     let message = ctx.subject(&what);
     if ws.git().head_subject().await.as_deref() != Some(message.as_str()) {
-        ctx.commit(&what).await;
+        ctx.commit(&what).await?;
     }
     Ok(())
 }
