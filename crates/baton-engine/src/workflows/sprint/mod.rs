@@ -98,6 +98,7 @@ impl SprintEngine {
                 failures.len()
             );
         }
+        report.usage = run.run.usage();
         let _ = run.end(report.end.as_str(), &report.reason);
         report
     }
