@@ -30,6 +30,7 @@ mod snapshots;
 mod sprint;
 mod tdd;
 mod team;
+mod token_meter;
 mod validate;
 mod wild;
 mod wire_replay;
