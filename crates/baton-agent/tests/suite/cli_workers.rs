@@ -14,9 +14,9 @@ use baton_agent::worker::cli::{Backend, Cli, CliSettings, CliWorker, Secret, str
 use baton_agent::worker::{Job, Worker};
 use baton_agent::workspace::Workspace;
 use baton_core::budget::BudgetLimits;
-use baton_test_support::MockServer;
 use baton_llm::Usage;
 use baton_llm::pricing::{Price, cost_usd};
+use baton_test_support::MockServer;
 use baton_test_support::scripted::{
     self, ANTHROPIC_CACHE, ANTHROPIC_USAGE, CHAT_CACHED, CHAT_USAGE, FILE_TEXT, HELLO,
     RESPONSES_CACHED, RESPONSES_USAGE,
