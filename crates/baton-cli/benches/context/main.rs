@@ -448,9 +448,9 @@ fn table(title: &str, records: &[Record]) {
     row("story", Sum::of(records.iter()));
 }
 
-/// The share of input read from the cache, from the third turn of each agent on (the worst
-/// agent run, and all of them together).
-fn late_reads(records: &[Record]) -> (f64, f64) {
+/// The share of input read from the cache, from the third turn of each agent on: all the agent
+/// runs together, and the worst one with its stage.
+fn late_reads(records: &[Record]) -> (f64, f64, &'static str) {
     let late: Vec<&Record> = records.iter().filter(|r| r.turn >= 3).collect();
     let share = |s: Sum| {
         if s.input == 0 {
@@ -460,13 +460,13 @@ fn late_reads(records: &[Record]) -> (f64, f64) {
         }
     };
     let all = share(Sum::of(late.iter().copied()));
-    let worst = Stage::ALL
+    let (worst, stage) = Stage::ALL
         .iter()
-        .map(|st| Sum::of(late.iter().copied().filter(|r| r.stage == *st)))
-        .filter(|s| s.requests > 0)
-        .map(share)
-        .fold(1.0, f64::min);
-    (worst, all)
+        .map(|st| (Sum::of(late.iter().copied().filter(|r| r.stage == *st)), st))
+        .filter(|(s, _)| s.requests > 0)
+        .map(|(s, st)| (share(s), st.label()))
+        .fold((1.0, "-"), |a, b| if b.0 < a.0 { b } else { a });
+    (all, worst, stage)
 }
 
 fn main() {
@@ -575,9 +575,9 @@ fn main() {
     );
     for turns in [10, 40] {
         for name in ["today", "after"] {
-            let (worst, all) = late_reads(&results[&(turns, name)]);
+            let (all, worst, stage) = late_reads(&results[&(turns, name)]);
             println!(
-                "  {name}, {turns}-turn dev step: cache reads from each agent's third turn on: {:.0} % of input overall, {:.0} % in the worst stage (target ≥ 85 %)",
+                "  {name}, {turns}-turn dev step: cache reads from each agent's third turn on: {:.0} % of input overall, {:.0} % in the worst stage, {stage} (target ≥ 85 %)",
                 all * 100.0,
                 worst * 100.0
             );
