@@ -282,6 +282,7 @@ pub fn validate(path: &Path, text: &str, raw: &RawConfig) -> Result<(), ConfigEr
             ("output_per_mtok", p.output_per_mtok),
             ("cache_read_per_mtok", p.cache_read_per_mtok),
             ("cache_write_per_mtok", p.cache_write_per_mtok),
+            ("cache_write_1h_per_mtok", p.cache_write_1h_per_mtok),
         ] {
             c.money(&section, key, Some(v))?;
         }

@@ -234,6 +234,7 @@ fn lower(a: &Price, b: &Price) -> bool {
         || a.output_per_mtok < b.output_per_mtok
         || a.cache_read_per_mtok < b.cache_read_per_mtok
         || a.cache_write_per_mtok < b.cache_write_per_mtok
+        || a.cache_write_1h_per_mtok < b.cache_write_1h_per_mtok
 }
 
 fn prices(raw: &mut RawConfig, ignored: &mut Vec<String>) {

@@ -5,8 +5,11 @@
 //! added); crossing a hard limit stops it. Before an agent is dispatched, its cost is projected
 //! from that agent's average so far ([`BudgetLimits::admit`]): a dispatch that would cross
 //! `warn_usd` is warned about, one that would cross `hard_usd` is refused unless
-//! `allow_over_budget` (the stream is still stopped at the hard limit).
+//! `allow_over_budget` (the stream is still stopped at the hard limit). Starting several stories
+//! at once is projected from what a finished story used on average ([`BudgetLimits::fan_out`]),
+//! its dollars priced with the cache's own rates and its cache share shown.
 
+use crate::meter::Meter;
 use serde::{Deserialize, Serialize};
 
 /// Limits of one run.
@@ -168,27 +171,37 @@ impl FanOut {
 }
 
 impl BudgetLimits {
-    /// Projects `stories` stories started at once, each costing `per_story` (the average of the
-    /// stories finished before; `None`: none was), with `spent_usd` spent, against the limits.
-    pub fn fan_out(&self, spent_usd: f64, per_story: Option<f64>, stories: usize) -> FanOut {
+    /// Projects `stories` stories started at once, each using `per_story` (the average of the
+    /// stories finished before, its dollars priced with the cache's rates; `None`: none was),
+    /// with `spent_usd` spent, against the limits.
+    pub fn fan_out(&self, spent_usd: f64, per_story: Option<Meter>, stories: usize) -> FanOut {
         let limits = match (self.warn_usd, self.hard_usd) {
             (None, None) => "no dollar limit is set".to_owned(),
             (Some(w), None) => format!("warning line ${w}, no hard limit"),
             (None, Some(h)) => format!("hard limit ${h}"),
             (Some(w), Some(h)) => format!("warning line ${w}, hard limit ${h}"),
         };
-        let Some(each) = per_story.filter(|p| p.is_finite() && *p >= 0.0) else {
+        let Some(story) = per_story.filter(|p| p.cost_usd.is_finite() && p.cost_usd >= 0.0) else {
             return FanOut::Unknown(format!(
                 "{stories} stories at once; no story finished before, so their cost cannot be \
                  projected ({limits})"
             ));
         };
+        let each = story.cost_usd;
         let n = u32::try_from(stories).unwrap_or(u32::MAX);
         let total = each * f64::from(n);
         let after = spent_usd + total;
+        // What a story reads, and how much of it the cache serves, is what its price rests on.
+        let tokens = match story.cache_read_percent() {
+            Some(cached) => format!(
+                ": {} input tokens, {cached} % of them cache reads, and {} output tokens",
+                story.input_tokens, story.output_tokens
+            ),
+            None => String::new(),
+        };
         let text = format!(
             "{stories} stories at once: about ${total:.2} (${each:.2} a story, the average so \
-             far), ${after:.2} with what is spent ({limits})"
+             far{tokens}), ${after:.2} with what is spent ({limits})"
         );
         if self.hard_usd.is_some_and(|h| after >= h) {
             FanOut::Over(text)
@@ -220,8 +233,14 @@ mod tests {
             (0.0, None, 8, "unknown"),
             (0.0, Some(f64::NAN), 2, "unknown"),
         ];
+        let usd = |each: Option<f64>| {
+            each.map(|cost_usd| Meter {
+                cost_usd,
+                ..Meter::default()
+            })
+        };
         for (spent, each, n, want) in cases {
-            let got = match l.fan_out(spent, each, n) {
+            let got = match l.fan_out(spent, usd(each), n) {
                 FanOut::Within(_) => "within",
                 FanOut::Warn(_) => "warn",
                 FanOut::Over(_) => "over",
@@ -229,7 +248,7 @@ mod tests {
             };
             assert_eq!(got, want, "{spent} {each:?} {n}");
         }
-        let text = l.fan_out(1.0, Some(1.5), 4);
+        let text = l.fan_out(1.0, usd(Some(1.5)), 4);
         assert!(text.text().contains("about $6.00"), "{}", text.text());
         assert!(
             text.text().contains("$7.00 with what is spent"),
@@ -237,9 +256,20 @@ mod tests {
             text.text()
         );
         assert!(matches!(
-            BudgetLimits::default().fan_out(100.0, Some(50.0), 16),
+            BudgetLimits::default().fan_out(100.0, usd(Some(50.0)), 16),
             FanOut::Within(_)
         ));
+        // A story's tokens, when known, say how much of its input the cache served.
+        let story = Meter::of_call(100_000, 900_000, 50_000, 20_000, 0.75);
+        let text = l.fan_out(0.0, Some(story), 2);
+        assert!(
+            text.text().contains(
+                "($0.75 a story, the average so far: 1050000 input tokens, 86 % of them cache \
+                 reads, and 20000 output tokens)"
+            ),
+            "{}",
+            text.text()
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod epic;
 pub mod escalation;
 pub mod key;
 pub mod memory;
+pub mod meter;
 pub mod next;
 pub mod pipeline;
 pub mod plan;

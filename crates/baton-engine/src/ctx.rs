@@ -10,11 +10,12 @@
 use crate::error::EngineError;
 use crate::memory::About;
 use crate::protocol::{EventBody, UnitKey};
+use crate::run::meter_of;
 use crate::run::{Run, Unit, escalate};
 use crate::settings::SprintSettings;
 use crate::sprint_tools::SharedLedger;
 use crate::story_doc;
-use crate::workflows::sprint::report::StoryReport;
+use crate::workflows::sprint::report::{StageReport, StoryReport};
 use baton_agent::outcome::Outcome;
 use baton_agent::runner::Mode;
 use baton_agent::workspace::Workspace;
@@ -231,6 +232,18 @@ pub struct StoryCtx {
     pub report: Mutex<StoryReport>,
 }
 
+/// The journal step a story's agent works in: its id (the cost ledger's lines name it), and
+/// the stage and round the report names it by.
+#[derive(Debug, Clone, Copy)]
+pub struct InStep<'a> {
+    /// The step's id in the journal.
+    pub id: i64,
+    /// Its stage (`create`, `dev`, `review`, `fix`, `merge`, …).
+    pub stage: &'a str,
+    /// Its round.
+    pub round: u32,
+}
+
 /// A story's own worktree and branch, and the lane that merges it into the base.
 pub struct StoryTree {
     /// The branch (`baton/<key>`).
@@ -399,27 +412,39 @@ impl StoryCtx {
         }
     }
 
-    /// Runs `agent` on `task` and accounts its usage in the story's report.
-    pub async fn run_agent(&self, agent: &str, task: &str) -> Outcome {
+    /// Runs `agent` on `task` in journal step `step` and accounts its usage in the story's
+    /// report.
+    pub async fn run_agent(&self, step: InStep<'_>, agent: &str, task: &str) -> Outcome {
         let about = self.about("story", false).await;
-        self.run_agent_about(agent, task, &about).await
+        self.run_agent_about(step, agent, task, &about).await
     }
 
     /// [`StoryCtx::run_agent`] with the memories that apply to what the step is `about`.
-    pub async fn run_agent_about(&self, agent: &str, task: &str, about: &About) -> Outcome {
+    pub async fn run_agent_about(
+        &self,
+        step: InStep<'_>,
+        agent: &str,
+        task: &str,
+        about: &About,
+    ) -> Outcome {
         if let Ok(mut r) = self.report.lock() {
             r.agents.push(agent.to_owned());
         }
         let outcome = self
             .run
             .run
-            .run_agent_about(&self.unit, agent, task, about)
+            .run_agent_about(&self.unit, Some(step.id), agent, task, about)
             .await;
         if let Ok(mut r) = self.report.lock() {
-            r.input_tokens += outcome.usage.total_input();
-            r.output_tokens += outcome.usage.output_tokens;
-            r.cost_usd += outcome.cost_usd;
+            let usage = meter_of(&outcome.usage, outcome.cost_usd);
+            r.usage.add(usage);
             r.usage_estimated |= outcome.usage_estimated;
+            r.stages.push(StageReport {
+                stage: step.stage.to_owned(),
+                round: step.round,
+                agent: outcome.agent.clone(),
+                usage,
+            });
         }
         outcome
     }

@@ -10,7 +10,7 @@ use baton_agent::compaction::Compaction;
 use baton_agent::definition::AgentDef;
 use baton_agent::guard::GuardChain;
 use baton_agent::rules::{ContextRules, Rule};
-use baton_agent::runner::{Budget, CallFn, EventFn, Mode, Runner};
+use baton_agent::runner::{Budget, CallFn, CallRecord, EventFn, Mode, Runner};
 use baton_agent::sandbox::Sandbox;
 use baton_agent::tdd::{TddCore, TddGuard};
 use baton_agent::tools::{CommandPolicy, Tool, ToolContext, Toolbox};
@@ -26,6 +26,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// Records one model call in the cost ledger, with the journal step it was made for.
+pub type LedgerFn = Arc<dyn Fn(&CallRecord, Option<i64>) + Send + Sync>;
 
 /// The output cap of one model turn when neither the agent nor the provider sets one: enough
 /// for a tool call writing a sizeable file, small enough that a looping local model stops in
@@ -115,8 +118,11 @@ pub struct Setup {
     pub cancel: CancellationToken,
     /// Progress events.
     pub on_event: Option<EventFn>,
-    /// Cost ledger.
+    /// Every model call, as it is made (beside [`Setup::ledger`]).
     pub on_call: Option<CallFn>,
+    /// The cost ledger: every model call with the journal step it was made for (`None` for an
+    /// agent that works outside a step), so the token meter can sum a stage and a story.
+    pub ledger: Option<LedgerFn>,
     /// Output cap of agents that have none of their own (`None`: [`DEFAULT_MAX_TOKENS`]).
     pub max_tokens: Option<u32>,
     /// Output caps of named agents.
@@ -176,6 +182,7 @@ impl Setup {
             cancel: CancellationToken::new(),
             on_event: None,
             on_call: None,
+            ledger: None,
             max_tokens: None,
             agent_max_tokens: BTreeMap::new(),
             compaction: Compaction::default(),
@@ -260,22 +267,42 @@ impl Setup {
         name: &str,
         on_event: Option<EventFn>,
     ) -> Result<(Box<dyn Worker>, AgentDef), SetupError> {
-        self.worker_in(name, on_event, &self.workspace)
+        self.worker_in(name, on_event, &self.workspace, None)
+    }
+
+    /// What each model call of an agent working in journal step `step` is reported to: the
+    /// plain callback and the cost ledger, told the step.
+    fn calls_in(&self, step: Option<i64>) -> Option<CallFn> {
+        if self.ledger.is_none() {
+            return self.on_call.clone();
+        }
+        let on_call = self.on_call.clone();
+        let ledger = self.ledger.clone();
+        Some(Arc::new(move |c: &CallRecord| {
+            if let Some(f) = &on_call {
+                f(c);
+            }
+            if let Some(f) = &ledger {
+                f(c, step);
+            }
+        }))
     }
 
     /// [`Setup::worker_with`], working in `workspace`: the unit of work's own tree (a story's
-    /// worktree, say), with its root, sandbox and git runner; everything else is shared.
+    /// worktree, say), with its root, sandbox and git runner; everything else is shared. Its
+    /// model calls go to the cost ledger under journal step `step`.
     pub fn worker_in(
         &self,
         name: &str,
         on_event: Option<EventFn>,
         workspace: &Arc<Workspace>,
+        step: Option<i64>,
     ) -> Result<(Box<dyn Worker>, AgentDef), SetupError> {
         let def = self.agent(name)?.clone();
         let model = self.model_of(&def);
         match Backend::parse(&model) {
             None => {
-                let (runner, def) = self.runner_in(name, on_event, workspace)?;
+                let (runner, def) = self.runner_in(name, on_event, workspace, step)?;
                 Ok((Box::new(runner), def))
             }
             Some(Err(why)) => Err(SetupError::Cli {
@@ -322,7 +349,7 @@ impl Setup {
                     default_timeout: self.timeout,
                     cancel: self.cancel.child_token(),
                     on_event,
-                    on_call: self.on_call.clone(),
+                    on_call: self.calls_in(step),
                     backend,
                 };
                 Ok((Box::new(worker), def))
@@ -332,7 +359,7 @@ impl Setup {
 
     /// A runner for agent `name` (the native loop, whatever its model names).
     pub fn runner(&self, name: &str) -> Result<(Runner, AgentDef), SetupError> {
-        self.runner_in(name, self.on_event.clone(), &self.workspace)
+        self.runner_in(name, self.on_event.clone(), &self.workspace, None)
     }
 
     fn runner_in(
@@ -340,6 +367,7 @@ impl Setup {
         name: &str,
         on_event: Option<EventFn>,
         workspace: &Arc<Workspace>,
+        step: Option<i64>,
     ) -> Result<(Runner, AgentDef), SetupError> {
         let def = self.agent(name)?.clone();
         let model = self.model_of(&def);
@@ -397,7 +425,7 @@ impl Setup {
             max_tokens: Some(max_tokens),
             compaction: self.compaction,
             on_event,
-            on_call: self.on_call.clone(),
+            on_call: self.calls_in(step),
         };
         Ok((runner, def))
     }

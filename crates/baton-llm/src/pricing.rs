@@ -4,6 +4,14 @@
 //! `provider/model`, overridable from configuration. Local providers cost nothing. Prices are an
 //! estimate for budgets, not an invoice: providers change them, and a model missing from the
 //! table has no price at all ([`price_for`] returns `None`) rather than a guessed one.
+//!
+//! A [`Usage`] holds uncached input, cache reads and cache writes as separate counts (each wire
+//! turns its provider's report into that: Anthropic's `input_tokens` exclude the cache, OpenAI's
+//! `prompt_tokens` include the cached tokens and are reduced by them), so each count is priced
+//! once at its own rate: cache reads at `cache_read_per_mtok` (Anthropic: 0.1 × input; OpenAI:
+//! its per-model cached-input price), cache writes at `cache_write_per_mtok` (Anthropic's
+//! 5-minute entries, 1.25 × input) or, for the part written to 1-hour entries where a stream says
+//! so, `cache_write_1h_per_mtok` (2 × input).
 
 use crate::types::{ModelSpec, Usage};
 use serde::{Deserialize, Serialize};
@@ -19,8 +27,11 @@ pub struct Price {
     pub output_per_mtok: f64,
     /// Input tokens read from the prompt cache (default: a tenth of the input price).
     pub cache_read_per_mtok: f64,
-    /// Input tokens written to the prompt cache (default: 1.25 × the input price).
+    /// Input tokens written to the prompt cache (default: 1.25 × the input price, what
+    /// Anthropic bills for 5-minute entries).
     pub cache_write_per_mtok: f64,
+    /// Input tokens written to 1-hour cache entries (default: 2 × the input price).
+    pub cache_write_1h_per_mtok: f64,
 }
 
 /// [`Price`] as written in configuration, cache prices optional.
@@ -33,6 +44,8 @@ struct PriceSpec {
     cache_read_per_mtok: Option<f64>,
     #[serde(default)]
     cache_write_per_mtok: Option<f64>,
+    #[serde(default)]
+    cache_write_1h_per_mtok: Option<f64>,
 }
 
 impl From<PriceSpec> for Price {
@@ -46,6 +59,9 @@ impl From<PriceSpec> for Price {
             cache_write_per_mtok: spec
                 .cache_write_per_mtok
                 .unwrap_or(spec.input_per_mtok * 1.25),
+            cache_write_1h_per_mtok: spec
+                .cache_write_1h_per_mtok
+                .unwrap_or(spec.input_per_mtok * 2.0),
         }
     }
 }
@@ -58,7 +74,17 @@ impl Price {
             output_per_mtok,
             cache_read_per_mtok: None,
             cache_write_per_mtok: None,
+            cache_write_1h_per_mtok: None,
         })
+    }
+
+    /// This price with every cache write billed as a 1-hour entry: for a provider whose cache
+    /// breakpoints all ask for the 1-hour lifetime.
+    pub fn with_one_hour_writes(self) -> Price {
+        Price {
+            cache_write_per_mtok: self.cache_write_1h_per_mtok,
+            ..self
+        }
     }
 
     /// Nothing to pay.
@@ -67,12 +93,14 @@ impl Price {
         output_per_mtok: 0.0,
         cache_read_per_mtok: 0.0,
         cache_write_per_mtok: 0.0,
+        cache_write_1h_per_mtok: 0.0,
     };
 
     fn with_cache(self, read: f64, write: f64) -> Price {
         Price {
             cache_read_per_mtok: read,
             cache_write_per_mtok: write,
+            cache_write_1h_per_mtok: write,
             ..self
         }
     }
@@ -140,13 +168,25 @@ pub fn price_for(spec: &ModelSpec, overrides: &BTreeMap<String, Price>) -> Optio
         .then_some(Price::FREE)
 }
 
-/// The cost of `usage` at `price`, in USD.
+fn per_million(n: u64) -> f64 {
+    n as f64 / 1_000_000.0
+}
+
+/// The cost of `usage` at `price`, in USD: uncached input, cache reads, cache writes and output,
+/// each at its own rate (every write at `cache_write_per_mtok`).
 pub fn cost_usd(usage: &Usage, price: &Price) -> f64 {
-    let tokens = |n: u64| n as f64 / 1_000_000.0;
-    tokens(usage.input_tokens) * price.input_per_mtok
-        + tokens(usage.output_tokens) * price.output_per_mtok
-        + tokens(usage.cache_read_tokens) * price.cache_read_per_mtok
-        + tokens(usage.cache_write_tokens) * price.cache_write_per_mtok
+    per_million(usage.input_tokens) * price.input_per_mtok
+        + per_million(usage.output_tokens) * price.output_per_mtok
+        + per_million(usage.cache_read_tokens) * price.cache_read_per_mtok
+        + per_million(usage.cache_write_tokens) * price.cache_write_per_mtok
+}
+
+/// [`cost_usd`], with `one_hour_writes` of the usage's cache writes (at most all of them) billed
+/// at the 1-hour rate: for a stream that reports how its writes split between lifetimes.
+pub fn cost_usd_split(usage: &Usage, one_hour_writes: u64, price: &Price) -> f64 {
+    let long = one_hour_writes.min(usage.cache_write_tokens);
+    cost_usd(usage, price)
+        + per_million(long) * (price.cache_write_1h_per_mtok - price.cache_write_per_mtok)
 }
 
 #[cfg(test)]
@@ -216,11 +256,45 @@ mod tests {
     }
 
     #[test]
+    fn one_hour_writes_cost_twice_the_input_and_five_minute_ones_a_quarter_more() {
+        let price = Price::new(3.0, 15.0);
+        assert!(close(price.cache_write_1h_per_mtok, 6.0));
+        let usage = Usage {
+            cache_write_tokens: 1_000_000,
+            ..Usage::default()
+        };
+        assert!(close(cost_usd(&usage, &price), 3.75));
+        assert!(close(cost_usd(&usage, &price.with_one_hour_writes()), 6.0));
+        assert!(close(
+            cost_usd_split(&usage, 400_000, &price),
+            3.75 + 0.4 * 2.25
+        ));
+        // More 1-hour writes than writes cannot be billed.
+        assert!(close(cost_usd_split(&usage, 5_000_000, &price), 6.0));
+        // OpenAI bills no cache writes apart from input, whatever their lifetime.
+        let gpt = price_for(&spec("openai/gpt-5"), &BTreeMap::new()).expect("listed");
+        assert!(close(gpt.cache_write_1h_per_mtok, gpt.cache_write_per_mtok));
+    }
+
+    #[test]
+    fn openai_cached_input_is_priced_at_the_models_own_cached_rate() {
+        // gpt-4o: $2.50 input, $1.25 cached input; prompt_tokens 1 M of which 800 k cached.
+        let usage = Usage {
+            input_tokens: 200_000,
+            cache_read_tokens: 800_000,
+            ..Usage::default()
+        };
+        let gpt4o = price_for(&spec("openai/gpt-4o"), &BTreeMap::new()).expect("listed");
+        assert!(close(cost_usd(&usage, &gpt4o), 0.5 + 1.0));
+    }
+
+    #[test]
     fn prices_deserialize_with_default_cache_fields_and_refuse_unknown_ones() {
         let price: Price =
             serde_json::from_str(r#"{"input_per_mtok": 2.0, "output_per_mtok": 4.0}"#)
                 .expect("valid");
         assert!(close(price.cache_read_per_mtok, 0.2) && close(price.cache_write_per_mtok, 2.5));
+        assert!(close(price.cache_write_1h_per_mtok, 4.0));
         let explicit: Price = serde_json::from_str(
             r#"{"input_per_mtok": 2.0, "output_per_mtok": 4.0, "cache_read_per_mtok": 1.0}"#,
         )

@@ -124,7 +124,11 @@
       case "turn": return "turn " + b.turn;
       case "tool_call": return "calls " + b.tool;
       case "refused": return "refused " + b.tool + ": " + b.reason;
-      case "usage": return b.input_tokens + " in / " + b.output_tokens + " out tokens, $" + Number(b.cost_usd).toFixed(4);
+      case "usage": return b.input_tokens + " in" +
+        (b.cache_read_tokens || b.cache_write_tokens
+          ? " (" + (b.cache_read_tokens || 0) + " cache read, " + (b.cache_write_tokens || 0) + " cache write)"
+          : "") +
+        " / " + b.output_tokens + " out tokens, $" + Number(b.cost_usd).toFixed(4);
       case "agent_finished": return "finished: " + b.status;
       case "stage": return "stage " + b.stage + " (round " + b.round + ") by " + b.agent;
       case "transition": return b.from + " → " + b.to;
@@ -180,6 +184,7 @@
       cell(tr, b.model);
       cell(tr, "0", "turns");
       cell(tr, "0 / 0", "tokens");
+      cell(tr, "0 / 0", "cache");
       cell(tr, "$0.0000", "cost");
       cell(tr, "-", "elapsed");
       cell(tr, "running", "state");
@@ -193,6 +198,9 @@
       var t = row.querySelector(".tokens").textContent.split(" / ");
       row.querySelector(".tokens").textContent =
         (Number(t[0]) + b.input_tokens) + " / " + (Number(t[1]) + b.output_tokens);
+      var k = row.querySelector(".cache").textContent.split(" / ");
+      row.querySelector(".cache").textContent =
+        (Number(k[0]) + (b.cache_read_tokens || 0)) + " / " + (Number(k[1]) + (b.cache_write_tokens || 0));
       var c = Number(row.querySelector(".cost").textContent.slice(1)) + Number(b.cost_usd);
       row.querySelector(".cost").textContent = "$" + c.toFixed(4);
       addSpend(Number(b.cost_usd));

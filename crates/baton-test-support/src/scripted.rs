@@ -12,8 +12,10 @@
 //! - anything else → the text [`HELLO`].
 //!
 //! Tool argument names are read from each tool's schema, so one script fits every CLI. Every
-//! call reports the fixed usage of its wire ([`ANTHROPIC_USAGE`], [`RESPONSES_USAGE`],
-//! [`CHAT_USAGE`]), so a test can check the totals a CLI reports against the calls recorded.
+//! call reports the fixed usage of its wire ([`ANTHROPIC_USAGE`] with [`ANTHROPIC_CACHE`],
+//! [`RESPONSES_USAGE`] with [`RESPONSES_CACHED`], [`CHAT_USAGE`] with [`CHAT_CACHED`]), each
+//! wire counting the cache its own way, so a test can check the totals a CLI reports, cache
+//! split included, against the calls recorded.
 
 use crate::{MockResponse, RecordedRequest, Responder};
 use serde_json::{Value, json};
@@ -26,12 +28,22 @@ pub const HELLO: &str = "Hello from the mock model.";
 pub const FILE_TEXT: &str = "written by the mock model\n";
 /// The command of a scripted failing shell call.
 pub const FAIL_CMD: &str = "ls definitely-missing-dir";
-/// (input, output) tokens of every Anthropic call.
+/// (input, output) tokens of every Anthropic call; the input excludes the cache, as Anthropic
+/// counts it.
 pub const ANTHROPIC_USAGE: (u64, u64) = (100, 10);
-/// (input, output) tokens of every Responses call.
+/// (cache read, cache write) tokens of every Anthropic call, beside its input.
+pub const ANTHROPIC_CACHE: (u64, u64) = (400, 50);
+/// (input, output) tokens of every Responses call; the input includes the cached tokens, as
+/// OpenAI counts them.
 pub const RESPONSES_USAGE: (u64, u64) = (200, 20);
-/// (input, output) tokens of every Chat Completions call.
+/// Cached tokens of every Responses call (`input_tokens_details.cached_tokens`), within its input.
+pub const RESPONSES_CACHED: u64 = 120;
+/// (prompt, completion) tokens of every Chat Completions call; the prompt includes the cached
+/// tokens.
 pub const CHAT_USAGE: (u64, u64) = (300, 30);
+/// Cached tokens of every Chat Completions call (`prompt_tokens_details.cached_tokens`), within
+/// its prompt.
+pub const CHAT_CACHED: u64 = 180;
 
 /// What the model does next.
 #[derive(Debug, Clone, PartialEq)]
@@ -277,13 +289,15 @@ fn anthropic(body: &Value, workdir: &Path) -> MockResponse {
     };
     let model = model_of(body);
     let (input, output) = ANTHROPIC_USAGE;
+    let (read, write) = ANTHROPIC_CACHE;
     let mut events = vec![
         sse(
             Some("message_start"),
             &json!({"type": "message_start", "message": {
             "id": next_id("msg"), "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": input, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
+            "usage": {"input_tokens": input, "output_tokens": 1, "cache_creation_input_tokens": write, "cache_read_input_tokens": read,
+                      "cache_creation": {"ephemeral_5m_input_tokens": write, "ephemeral_1h_input_tokens": 0}}}}),
         ),
         sse(Some("ping"), &json!({"type": "ping"})),
     ];
@@ -342,7 +356,7 @@ fn responses(body: &Value, workdir: &Path) -> MockResponse {
     let step = decide(result, &last_user_text(&items), body, workdir);
     let model = model_of(body);
     let (input, output) = RESPONSES_USAGE;
-    let usage = json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": 0},
+    let usage = json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": RESPONSES_CACHED},
         "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": input + output});
     let item = match &step {
         Step::Text(t) => {
@@ -439,7 +453,8 @@ fn chat(body: &Value, workdir: &Path) -> MockResponse {
     };
     events.push(chunk(json!({}), json!(finish)));
     events.push(sse(None, &json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 1_763_800_000,
-        "model": model, "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}})));
+        "model": model, "choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output,
+        "prompt_tokens_details": {"cached_tokens": CHAT_CACHED}}})));
     events.push("data: [DONE]\n\n".to_owned());
     MockResponse::sse_events(events)
 }

@@ -14,9 +14,12 @@ use baton_agent::worker::cli::{Backend, Cli, CliSettings, CliWorker, Secret, str
 use baton_agent::worker::{Job, Worker};
 use baton_agent::workspace::Workspace;
 use baton_core::budget::BudgetLimits;
+use baton_llm::Usage;
+use baton_llm::pricing::{Price, cost_usd};
 use baton_test_support::MockServer;
 use baton_test_support::scripted::{
-    self, ANTHROPIC_USAGE, CHAT_USAGE, FILE_TEXT, HELLO, RESPONSES_USAGE,
+    self, ANTHROPIC_CACHE, ANTHROPIC_USAGE, CHAT_CACHED, CHAT_USAGE, FILE_TEXT, HELLO,
+    RESPONSES_CACHED, RESPONSES_USAGE,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -149,12 +152,30 @@ fn backend(cli: Cli) -> &'static str {
     }
 }
 
-/// The (input, output) tokens the mock served on `cli`'s wire, per call.
-fn per_call(cli: Cli) -> (u64, u64) {
-    match cli {
-        Cli::ClaudeCode => ANTHROPIC_USAGE,
-        Cli::Codex => RESPONSES_USAGE,
-        Cli::Pi => CHAT_USAGE,
+/// The usage the mock served on `cli`'s wire, per call, as baton counts it: uncached input,
+/// cache reads and cache writes apart (Anthropic reports them so; OpenAI's input includes the
+/// cached tokens).
+fn per_call(cli: Cli) -> Usage {
+    let (input, output, read, write) = match cli {
+        Cli::ClaudeCode => (
+            ANTHROPIC_USAGE.0,
+            ANTHROPIC_USAGE.1,
+            ANTHROPIC_CACHE.0,
+            ANTHROPIC_CACHE.1,
+        ),
+        Cli::Codex => (
+            RESPONSES_USAGE.0 - RESPONSES_CACHED,
+            RESPONSES_USAGE.1,
+            RESPONSES_CACHED,
+            0,
+        ),
+        Cli::Pi => (CHAT_USAGE.0 - CHAT_CACHED, CHAT_USAGE.1, CHAT_CACHED, 0),
+    };
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_tokens: read,
+        cache_write_tokens: write,
     }
 }
 
@@ -172,7 +193,9 @@ async fn plain_answer(cli: Cli) {
     };
     let dir = repo();
     let (server, settings) = mock(cli, dir.path()).await;
-    let w = worker(dir.path(), backend(cli), program, settings);
+    let mut w = worker(dir.path(), backend(cli), program, settings);
+    let price = Price::new(3.0, 15.0);
+    w.price = Some(price);
     let out = run(&w, "developer", "say hi").await;
     assert_eq!(out.status, Status::Completed, "{out:?}");
     assert!(out.summary.contains(HELLO), "{out:?}");
@@ -187,11 +210,22 @@ async fn plain_answer(cli: Cli) {
         "the key travels in headers only"
     );
     let calls = model_calls(&server);
-    let (i, o) = per_call(cli);
+    let each = per_call(cli);
     assert!(calls >= 1);
+    // The CLI's own cache figures, counted once: uncached, read and written apart.
     assert_eq!(
-        (out.usage.total_input(), out.usage.output_tokens),
-        (i * calls, o * calls),
+        out.usage,
+        Usage {
+            input_tokens: each.input_tokens * calls,
+            output_tokens: each.output_tokens * calls,
+            cache_read_tokens: each.cache_read_tokens * calls,
+            cache_write_tokens: each.cache_write_tokens * calls,
+        },
+        "{out:?}"
+    );
+    // Priced as baton prices a native call: each kind of token at its own rate.
+    assert!(
+        (out.cost_usd - cost_usd(&out.usage, &price)).abs() < 1e-12,
         "{out:?}"
     );
     // The raw stream is kept beside the transcript.

@@ -13,6 +13,7 @@ use anyhow::{Result, bail};
 use baton_agent::runner::Mode;
 use baton_core::budget::FanOut;
 use baton_core::escalation::{EscalationKind, choose};
+use baton_core::meter::Meter;
 use baton_engine::protocol::EscalationView;
 use baton_engine::run::{JournalHandle, RunKind, RunSpec};
 use baton_engine::sprint::{RunEnd, SprintEngine, SprintOptions, SprintReport, SprintSettings};
@@ -161,7 +162,7 @@ fn confirm_fan_out(
     if stories < 2 {
         return Ok(None);
     }
-    let projection = cfg.budget.fan_out(0.0, average_story_cost(cfg), stories);
+    let projection = cfg.budget.fan_out(0.0, average_story(cfg), stories);
     eprintln!("projected cost: {}", projection.text());
     if args.yolo {
         if matches!(projection, FanOut::Over(_)) {
@@ -214,13 +215,16 @@ fn unfinished_stories(cfg: &Config) -> usize {
         .count()
 }
 
-/// What a story has cost on average: the cost of the runs that finished stories, over the
-/// stories they finished (`None` before the first story is done).
-fn average_story_cost(cfg: &Config) -> Option<f64> {
+/// What a finished story used on average: the cost ledger's lines of the stories done (their
+/// dollars priced with the cache's rates), over those stories; for a journal from before the
+/// ledger named each call's step, the cost of the runs that finished stories, over the stories
+/// they finished. `None` before the first story is done.
+fn average_story(cfg: &Config) -> Option<Meter> {
     use baton_store::journal::{CostLedger, EventFilter};
     let journal = crate::project::journal(cfg).ok()?;
     let events = journal.events(&EventFilter::default()).ok()?;
     let mut runs = std::collections::BTreeSet::new();
+    let mut stories = std::collections::BTreeSet::new();
     let mut done = 0u32;
     for e in &events {
         if e.to == "done"
@@ -231,17 +235,31 @@ fn average_story_cost(cfg: &Config) -> Option<f64> {
             && let Some(run) = &e.run_id
         {
             runs.insert(run.clone());
+            stories.insert(e.key.clone());
             done += 1;
         }
     }
     if done == 0 {
         return None;
     }
+    let by_key = journal.usage_by_key(None).ok()?;
+    let metered: Vec<Meter> = stories
+        .iter()
+        .filter_map(|k| by_key.get(k).copied())
+        .collect();
+    if let Ok(n) = u32::try_from(metered.len())
+        && n > 0
+    {
+        return Some(metered.into_iter().sum::<Meter>().per(n));
+    }
     let total: f64 = runs
         .iter()
         .filter_map(|r| CostLedger::total_cost(&journal, Some(r)).ok())
         .sum();
-    Some(total / f64::from(done))
+    Some(Meter {
+        cost_usd: total / f64::from(done),
+        ..Meter::default()
+    })
 }
 
 /// Runs `baton escalations`.

@@ -4,6 +4,7 @@ use crate::cli::StatusArgs;
 use crate::commands::Code;
 use anyhow::Result;
 use baton_core::key::KeyKind;
+use baton_core::meter::Meter;
 use baton_core::next::{BlockedStory, NextAction, blocked_stories, next_action};
 use baton_core::status::Status;
 use baton_core::status::StatusValue;
@@ -31,6 +32,10 @@ struct Row {
     /// The story file's own status, when it has a file that states one.
     #[serde(skip_serializing_if = "Option::is_none")]
     story_file_status: Option<String>,
+    /// What the story's agents used, over every run (the journal's cost ledger), when they used
+    /// anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Meter>,
 }
 
 #[derive(Debug, Serialize)]
@@ -48,6 +53,9 @@ struct Board {
     /// Stories in their own worktrees (parallel runs), with their place on the way to the base.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     in_flight: Vec<super::in_flight::InFlight>,
+    /// What the sprint's runs used (the journal's cost ledger), once baton has run one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Meter>,
     problems: Vec<Problem>,
 }
 
@@ -196,6 +204,7 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
     problems.sort_by_key(|p| (p.line.unwrap_or(0), p.severity));
     let valid = !validate::has_errors(&problems);
 
+    let (sprint_usage, story_usage) = usage(&cfg)?;
     let rows: Vec<Row> = sprint
         .entries
         .iter()
@@ -208,6 +217,9 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
             extended: e.extended.is_some(),
             line: e.line,
             story_file_status: story_statuses.get(e.key.as_str()).map(|(_, s)| s.clone()),
+            usage: matches!(e.key.kind(), KeyKind::Story { .. })
+                .then(|| story_usage.get(e.key.as_str()).copied())
+                .flatten(),
         })
         .collect();
     let mut counts: BTreeMap<&'static str, BTreeMap<String, usize>> = BTreeMap::new();
@@ -241,6 +253,7 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
             })
             .collect(),
         in_flight: super::in_flight::list(&cfg.root, || crate::project::journal(&cfg).ok()),
+        usage: sprint_usage,
         problems,
     };
     if args.json {
@@ -258,6 +271,19 @@ pub fn run(root: &Path, args: &StatusArgs) -> Result<Code> {
     } else {
         Code::Ok
     })
+}
+
+/// What the sprint's runs used, and each key's steps, from the journal's cost ledger; nothing
+/// before baton has journaled anything here (the journal is never created just to be read).
+fn usage(cfg: &crate::config::Config) -> Result<(Option<Meter>, BTreeMap<String, Meter>)> {
+    use baton_store::journal::{CostLedger, UsageOf};
+    if !cfg.journal_path().exists() {
+        return Ok((None, BTreeMap::new()));
+    }
+    let journal = crate::project::journal(cfg)?;
+    let sprint = journal.usage(UsageOf::RunKind("sprint"))?;
+    let by_key = journal.usage_by_key(None)?;
+    Ok(((!sprint.is_empty()).then_some(sprint), by_key))
 }
 
 /// The stories whose journal holds a finer state (`needs-intervention`, `story-doc-review`, …)
@@ -374,7 +400,13 @@ fn print_board(board: &Board) {
     );
     let mut table = Table::new();
     table.load_style(NOTHING);
-    table.set_header(vec!["key", "status", "note"]);
+    // The usage column only once a story has used something.
+    let metered = board.entries.iter().any(|r| r.usage.is_some());
+    let mut header = vec!["key", "status", "note"];
+    if metered {
+        header.push("tokens and cost");
+    }
+    table.set_header(header);
     for r in &board.entries {
         let indent = if r.kind == "epic" || r.kind == "opaque" {
             ""
@@ -403,12 +435,19 @@ fn print_board(board: &Board) {
                 },
             }
         };
-        table.add_row(vec![format!("{indent}{}", r.key), r.status.clone(), note]);
+        let mut row = vec![format!("{indent}{}", r.key), r.status.clone(), note];
+        if metered {
+            row.push(r.usage.map(|u| u.describe()).unwrap_or_default());
+        }
+        table.add_row(row);
     }
     println!("{table}");
     for (group, counts) in &board.counts {
         let parts: Vec<String> = counts.iter().map(|(s, n)| format!("{s} {n}")).collect();
         println!("{group}: {}", parts.join(", "));
+    }
+    if let Some(u) = &board.usage {
+        println!("used by the sprint's runs: {}", u.describe());
     }
     let next = match &board.next {
         NextAction::ContinueDev(k) => format!("continue development of `{k}`"),

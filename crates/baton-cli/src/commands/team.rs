@@ -144,8 +144,12 @@ fn print_report(report: &TeamReport, run_id: &str) {
         if !o.summary.trim().is_empty() {
             println!("{}", baton_core::secrets::redact(o.summary.trim()));
         }
+        let cache = match (o.usage.cache_read_tokens, o.usage.cache_write_tokens) {
+            (0, 0) => String::new(),
+            (r, w) => format!(" ({r} cache read, {w} cache write)"),
+        };
         println!(
-            "   {}, {} in / {} out tokens{}, ${:.4}{}",
+            "   {}, {} in{cache} / {} out tokens{}, ${:.4}{}",
             plural(u64::from(o.turns), "turn", "turns"),
             o.usage.total_input(),
             o.usage.output_tokens,
@@ -225,11 +229,13 @@ pub fn build_setup(
     setup.compaction = cfg.compaction;
     let ledger_run = run_id.to_owned();
     let cost_journal = journal.clone();
-    setup.on_call = Some(Arc::new(move |c| {
+    // Each line names the step its call was made for, so the token meter sums stages and
+    // stories from the ledger.
+    setup.ledger = Some(Arc::new(move |c, step| {
         if let Ok(mut j) = cost_journal.lock() {
             let _ = j.record_cost(&CostEntry {
                 run_id: Some(ledger_run.clone()),
-                step_id: None,
+                step_id: step,
                 at: jiff::Timestamp::now().to_string(),
                 model: c.model.clone(),
                 input_tokens: c.usage.input_tokens,

@@ -24,7 +24,7 @@ const PATIENCE: Duration = Duration::from_secs(120);
 // The server.
 
 /// A running `baton serve`, killed when dropped.
-struct Server {
+pub(super) struct Server {
     child: Child,
     /// `127.0.0.1:PORT`.
     addr: String,
@@ -35,7 +35,7 @@ struct Server {
 }
 
 impl Server {
-    fn start(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Server {
+    pub(super) fn start(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut all = vec!["serve"];
         if !args.contains(&"--listen") {
             all.extend(["--listen", "127.0.0.1:0"]);
@@ -92,11 +92,11 @@ impl Server {
         }
     }
 
-    fn get(&self, path: &str, headers: &[(&str, &str)]) -> Reply {
+    pub(super) fn get(&self, path: &str, headers: &[(&str, &str)]) -> Reply {
         http(&self.addr, "GET", path, headers, None)
     }
 
-    fn json(&self, path: &str) -> Value {
+    pub(super) fn json(&self, path: &str) -> Value {
         let r = self.get(path, &[("accept", "application/json")]);
         assert_eq!(r.status, 200, "GET {path}: {}", r.body);
         serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("GET {path}: {e}: {}", r.body))
@@ -143,10 +143,10 @@ impl Drop for Server {
 
 /// An HTTP answer.
 #[derive(Debug)]
-struct Reply {
-    status: u16,
+pub(super) struct Reply {
+    pub(super) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(super) body: String,
 }
 
 impl Reply {
@@ -1398,6 +1398,9 @@ mod browser {
             assert!(steps.as_u64() >= Some(6), "{steps}");
             visible(&c, "ul.findings .sev-high").await;
             visible(&c, "details.commit summary").await;
+            // The token meter: the story's tokens with their cache split, and each step's.
+            visible(&c, "#story-tokens").await;
+            visible(&c, "table.steps td.tokens").await;
             let lines = js(
                 &c,
                 "return document.querySelectorAll('#transcript li').length",
@@ -1410,6 +1413,7 @@ mod browser {
             // The runs: every agent with its backend and tokens, and the budget meter.
             c.goto(&format!("{base}/runs")).await.unwrap();
             visible(&c, "#agents tr").await;
+            visible(&c, "#agents td.cache").await;
             visible(&c, "#budget-meter").await;
             audit(&c, "the runs").await;
             screenshot(&c, "runs").await;

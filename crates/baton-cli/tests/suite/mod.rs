@@ -31,6 +31,7 @@ mod snapshots;
 mod sprint;
 mod tdd;
 mod team;
+mod token_meter;
 mod user_repos;
 mod validate;
 mod wild;

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// The example project's files, as `baton demo` writes them.
-const EXAMPLE: &[&str] = &[
+pub(super) const EXAMPLE: &[&str] = &[
     "Cargo.toml",
     ".gitignore",
     "baton.toml",
@@ -28,16 +28,16 @@ const EXAMPLE: &[&str] = &[
 ];
 
 /// The environment variable holding the key the server expects.
-const KEY_ENV: &str = "BATON_TEST_WIRE_KEY";
-const KEY: &str = "sk-wire-replay-key";
+pub(super) const KEY_ENV: &str = "BATON_TEST_WIRE_KEY";
+pub(super) const KEY: &str = "sk-wire-replay-key";
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Wire {
+pub(super) enum Wire {
     Anthropic,
     OpenAi,
 }
 
-fn example_dir() -> std::path::PathBuf {
+pub(super) fn example_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tally")
 }
 
@@ -177,8 +177,10 @@ fn openai_messages(body: &Value) -> (String, Vec<Message>) {
     (system, out)
 }
 
-/// The scripted answer as the wire streams it.
-fn stream(wire: Wire, answer: &ChatResponse) -> MockResponse {
+/// The scripted answer as the wire streams it, its usage reported as that wire's API reports it
+/// (Anthropic: input without the cache, the cache's reads and writes beside it; OpenAI: the
+/// prompt with the cached tokens in it, and no cache writes of its own).
+pub(super) fn stream(wire: Wire, answer: &ChatResponse) -> MockResponse {
     let calls: Vec<(String, String, String)> = answer
         .tool_calls
         .iter()
@@ -200,7 +202,8 @@ fn stream(wire: Wire, answer: &ChatResponse) -> MockResponse {
             let usage = anthropic_stream::Usage {
                 input_tokens: usage.input_tokens,
                 output_tokens: usage.output_tokens,
-                ..Default::default()
+                cache_read_input_tokens: usage.cache_read_tokens,
+                cache_creation_input_tokens: usage.cache_write_tokens,
             };
             if calls.is_empty() {
                 anthropic_stream::text(&[&answer.text], usage)
@@ -210,9 +213,9 @@ fn stream(wire: Wire, answer: &ChatResponse) -> MockResponse {
         }
         Wire::OpenAi => {
             let usage = Some(openai_stream::Usage {
-                prompt_tokens: usage.input_tokens,
+                prompt_tokens: usage.total_input(),
                 completion_tokens: usage.output_tokens,
-                ..Default::default()
+                cached_tokens: usage.cache_read_tokens,
             });
             if calls.is_empty() {
                 openai_stream::text(&[&answer.text], usage)
@@ -223,25 +226,29 @@ fn stream(wire: Wire, answer: &ChatResponse) -> MockResponse {
     }
 }
 
+/// The request a body sent over `wire` is, as the script provider reads it.
+pub(super) fn chat_request(wire: Wire, body: &Value) -> ChatRequest {
+    let (system, messages) = match wire {
+        Wire::Anthropic => (text_of(&body["system"]), anthropic_messages(body)),
+        Wire::OpenAi => openai_messages(body),
+    };
+    ChatRequest {
+        model: body["model"].as_str().unwrap_or("").to_owned(),
+        agent: agent_of(&system),
+        system,
+        messages,
+        tools: Vec::new(),
+        max_tokens: None,
+        temperature: None,
+        unit: None,
+    }
+}
+
 /// A server answering every request with the script's turn for its agent; a request the
 /// script has no turn for is answered with a 500 naming it, which fails the agent.
 fn replaying(wire: Wire, script: Arc<ScriptClient>) -> impl Fn(&RecordedRequest) -> MockResponse {
     move |request: &RecordedRequest| {
-        let body = &request.body;
-        let (system, messages) = match wire {
-            Wire::Anthropic => (text_of(&body["system"]), anthropic_messages(body)),
-            Wire::OpenAi => openai_messages(body),
-        };
-        let chat = ChatRequest {
-            model: body["model"].as_str().unwrap_or("").to_owned(),
-            agent: agent_of(&system),
-            system,
-            messages,
-            tools: Vec::new(),
-            max_tokens: None,
-            temperature: None,
-            unit: None,
-        };
+        let chat = chat_request(wire, &request.body);
         match script.respond(&chat) {
             Ok(answer) => stream(wire, &answer),
             Err(e) => MockResponse::text(500, &format!("no recorded turn: {e}")),
@@ -251,7 +258,7 @@ fn replaying(wire: Wire, script: Arc<ScriptClient>) -> impl Fn(&RecordedRequest)
 
 /// The example project's `files` in `dir`, its agents on a model of `wire`'s provider, served
 /// by the local server at `url`.
-fn prepare(dir: &Path, files: &[&str], wire: Wire, url: &str) {
+pub(super) fn prepare(dir: &Path, files: &[&str], wire: Wire, url: &str) {
     for rel in files {
         let text = std::fs::read_to_string(example_dir().join(rel)).expect("example file");
         let path = dir.join(rel);
@@ -283,7 +290,7 @@ fn prepare(dir: &Path, files: &[&str], wire: Wire, url: &str) {
 }
 
 /// Trusts `p` in a user configuration of its own (returned), so no other test races it.
-fn trusted(p: &Project) -> tempfile::TempDir {
+pub(super) fn trusted(p: &Project) -> tempfile::TempDir {
     let user = tempfile::tempdir().expect("a temp dir");
     let trust = p
         .command(&["trust"])

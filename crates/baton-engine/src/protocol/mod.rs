@@ -264,12 +264,20 @@ pub enum EventBody {
         /// Why.
         reason: String,
     },
-    /// Usage of one model call.
+    /// Usage of one model call (a coding-agent CLI's: of its whole run). The counts follow the
+    /// token meter's rule (`baton_core::meter`): `input_tokens` is all of the input, the cache
+    /// reads and writes are parts of it.
     Usage {
         /// Agent.
         agent: String,
-        /// Input tokens (cache included).
+        /// Input tokens (cache reads and writes included).
         input_tokens: u64,
+        /// The part of `input_tokens` read from the prompt cache.
+        #[serde(default)]
+        cache_read_tokens: u64,
+        /// The part of `input_tokens` written to the prompt cache.
+        #[serde(default)]
+        cache_write_tokens: u64,
         /// Output tokens.
         output_tokens: u64,
         /// Cost in US dollars.
@@ -434,6 +442,8 @@ impl EventBody {
             } => EventBody::Usage {
                 agent: agent.clone(),
                 input_tokens: usage.total_input(),
+                cache_read_tokens: usage.cache_read_tokens,
+                cache_write_tokens: usage.cache_write_tokens,
                 output_tokens: usage.output_tokens,
                 cost_usd: *cost_usd,
                 estimated: *estimated,

@@ -176,15 +176,32 @@ fn body() -> impl Strategy<Value = EventBody> {
             tool,
             reason
         }),
-        (text(), any::<u64>(), any::<u64>(), usd(), any::<bool>()).prop_map(
-            |(agent, input_tokens, output_tokens, cost_usd, estimated)| EventBody::Usage {
-                agent,
-                input_tokens,
-                output_tokens,
-                cost_usd,
-                estimated
-            }
-        ),
+        (
+            text(),
+            any::<u64>(),
+            (any::<u64>(), any::<u64>()),
+            any::<u64>(),
+            usd(),
+            any::<bool>()
+        )
+            .prop_map(
+                |(
+                    agent,
+                    input_tokens,
+                    (cache_read_tokens, cache_write_tokens),
+                    output_tokens,
+                    cost_usd,
+                    estimated,
+                )| EventBody::Usage {
+                    agent,
+                    input_tokens,
+                    cache_read_tokens,
+                    cache_write_tokens,
+                    output_tokens,
+                    cost_usd,
+                    estimated
+                }
+            ),
         (text(), any::<u32>(), any::<u64>(), any::<u64>()).prop_map(
             |(agent, turn, output_tokens, elapsed_secs)| EventBody::Streaming {
                 agent,

@@ -59,6 +59,19 @@ impl RunKind {
     }
 }
 
+/// The token meter of a call's (or an agent run's) `usage` costing `cost_usd`: `Usage` keeps
+/// uncached input, cache reads and cache writes apart, the meter's input is all three
+/// (`baton_core::meter`, "The counting rule").
+pub fn meter_of(usage: &baton_llm::Usage, cost_usd: f64) -> baton_core::meter::Meter {
+    baton_core::meter::Meter::of_call(
+        usage.input_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        usage.output_tokens,
+        cost_usd,
+    )
+}
+
 /// How a run reaches the journal: through the sprint ledger (whose connection also writes the
 /// sprint file's transitions), or through a journal of its own (a run without a sprint file).
 #[derive(Clone)]
@@ -158,6 +171,8 @@ pub struct Run {
     awaiting: Mutex<Option<i64>>,
     commit_failures: Mutex<Vec<String>>,
     memory_warned: std::sync::atomic::AtomicBool,
+    /// The token meter of every agent the run ran.
+    usage: Mutex<baton_core::meter::Meter>,
 }
 
 impl Run {
@@ -188,6 +203,7 @@ impl Run {
             awaiting: Mutex::new(None),
             commit_failures: Mutex::new(Vec::new()),
             memory_warned: std::sync::atomic::AtomicBool::new(false),
+            usage: Mutex::new(baton_core::meter::Meter::default()),
         };
         (
             Arc::new(run),
@@ -206,6 +222,12 @@ impl Run {
     /// The unit `key`, working in the project's own workspace.
     pub fn unit(&self, key: UnitKey) -> Unit {
         Unit::new(key, self.workspace().clone())
+    }
+
+    /// The token meter of every agent the run ran so far: the sum of what their model calls
+    /// reported, priced (the same calls the cost ledger holds for the run).
+    pub fn usage(&self) -> baton_core::meter::Meter {
+        self.usage.lock().map(|u| *u).unwrap_or_default()
     }
 
     /// Runs `f` on the journal.

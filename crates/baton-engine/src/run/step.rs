@@ -124,21 +124,28 @@ impl Run {
     /// An agent that cannot be started ends `failed` with the reason; its events are scoped to
     /// the unit.
     pub async fn run_agent(self: &Arc<Run>, unit: &Unit, agent: &str, task: &str) -> Outcome {
-        let about = About {
+        self.run_agent_about(unit, None, agent, task, &Run::about_unit(unit))
+            .await
+    }
+
+    /// What an agent working for `unit` is about when its workflow says no more (for recall).
+    pub fn about_unit(unit: &Unit) -> About {
+        About {
             stage: unit.key.stage_kind(),
             epic: unit.key.epic(),
             words: unit.key.journal_key(),
             ..About::default()
-        };
-        self.run_agent_about(unit, agent, task, &about).await
+        }
     }
 
     /// [`Run::run_agent`], with the memories that apply to what the step is `about` appended to
-    /// the task as quoted data (and recorded as recalled). A memory that cannot be read is
-    /// reported once and the step runs without it.
+    /// the task as quoted data (and recorded as recalled), its model calls journaled in the cost
+    /// ledger under journal step `step` (the token meter of a stage and a story sums them). A
+    /// memory that cannot be read is reported once and the step runs without it.
     pub async fn run_agent_about(
         self: &Arc<Run>,
         unit: &Unit,
+        step: Option<i64>,
         agent: &str,
         task: &str,
         about: &About,
@@ -153,7 +160,10 @@ impl Run {
         }
         let task = task.as_str();
         let events = self.agent_events(Some(unit.key.clone()));
-        match self.setup.worker_in(agent, Some(events), &unit.workspace) {
+        let outcome = match self
+            .setup
+            .worker_in(agent, Some(events), &unit.workspace, step)
+        {
             Ok((worker, def)) => {
                 let job = Job {
                     agent: def,
@@ -162,7 +172,11 @@ impl Run {
                 worker.run(&job).await
             }
             Err(e) => Outcome::not_started(agent, e.to_string()),
+        };
+        if let Ok(mut usage) = self.usage.lock() {
+            usage.add(super::meter_of(&outcome.usage, outcome.cost_usd));
         }
+        outcome
     }
 }
 

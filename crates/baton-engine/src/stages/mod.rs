@@ -12,7 +12,7 @@ pub mod retro;
 mod review;
 mod story_review;
 
-use crate::ctx::StoryCtx;
+use crate::ctx::{InStep, StoryCtx};
 use crate::error::EngineError;
 use crate::protocol::EventBody;
 use crate::run::step::{self, Unfinished};
@@ -106,7 +106,14 @@ async fn execute<S: StageWork>(
         )
         .await;
     let step = ctx.begin_step(plan, status)?;
-    let outcome = ctx.run_agent_about(plan.agent, &task, &about).await;
+    let in_step = InStep {
+        id: step,
+        stage: plan.stage.as_str(),
+        round: plan.round,
+    };
+    let outcome = ctx
+        .run_agent_about(in_step, plan.agent, &task, &about)
+        .await;
     let mut settled = if let Some(why) = tamper::check(&ctx.run)? {
         Settled {
             outcome: StepOutcome::Failed,

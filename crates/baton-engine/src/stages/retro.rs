@@ -5,7 +5,7 @@
 //! held owes it again, and the next run holds it. A failed retrospective is reported, never fatal
 //! to the run.
 
-use crate::ctx::{RunCtx, StoryCtx};
+use crate::ctx::{InStep, RunCtx, StoryCtx};
 use crate::error::EngineError;
 use crate::prompts;
 use crate::protocol::EventBody;
@@ -69,7 +69,12 @@ pub async fn hold(run: &Arc<RunCtx>, epic: EpicId) -> Result<bool, EngineError> 
         skip: true,
         ..crate::memory::About::default()
     };
-    let outcome = ctx.run_agent_about(agent, &task, &about).await;
+    let in_step = InStep {
+        id: step,
+        stage: plan.stage.as_str(),
+        round: plan.round,
+    };
+    let outcome = ctx.run_agent_about(in_step, agent, &task, &about).await;
     let tampered = crate::tamper::check(run)?;
     let prefix = format!("epic-{epic}-retro");
     let documents: Vec<std::path::PathBuf> = std::fs::read_dir(&run.settings.stories_dir)

@@ -68,6 +68,19 @@ fn scope_agent(scope: &str) -> Option<String> {
     v.get("agent")?.get("agent")?.as_str().map(str::to_owned)
 }
 
+/// The spend a `usage` event's body reports (its `input_tokens` include the cache's, as the
+/// token meter counts them; an event written before the cache fields existed has none).
+fn spend_of(body: &serde_json::Value) -> Spend {
+    let count = |k: &str| body[k].as_u64().unwrap_or(0);
+    Spend {
+        input_tokens: count("input_tokens"),
+        cache_read_tokens: count("cache_read_tokens"),
+        cache_write_tokens: count("cache_write_tokens"),
+        output_tokens: count("output_tokens"),
+        cost_usd: body["cost_usd"].as_f64().unwrap_or(0.0),
+    }
+}
+
 /// A `usage` event's agent and spend.
 fn usage_of(e: &StoredEvent) -> Option<(String, Spend, &str)> {
     let body: serde_json::Value = serde_json::from_str(&e.body).ok()?;
@@ -76,21 +89,9 @@ fn usage_of(e: &StoredEvent) -> Option<(String, Spend, &str)> {
     }
     Some((
         body["agent"].as_str().unwrap_or_default().to_owned(),
-        Spend {
-            input_tokens: body["input_tokens"].as_u64().unwrap_or(0),
-            output_tokens: body["output_tokens"].as_u64().unwrap_or(0),
-            cost_usd: body["cost_usd"].as_f64().unwrap_or(0.0),
-        },
+        spend_of(&body),
         e.at.as_str(),
     ))
-}
-
-fn add(a: Spend, b: Spend) -> Spend {
-    Spend {
-        input_tokens: a.input_tokens + b.input_tokens,
-        output_tokens: a.output_tokens + b.output_tokens,
-        cost_usd: a.cost_usd + b.cost_usd,
-    }
 }
 
 #[cfg(test)]

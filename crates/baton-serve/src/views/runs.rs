@@ -21,12 +21,9 @@ pub struct AgentRun {
     pub model: String,
     /// Turns taken.
     pub turns: u64,
-    /// Tokens in.
-    pub input_tokens: u64,
-    /// Tokens out.
-    pub output_tokens: u64,
-    /// Dollars.
-    pub cost_usd: f64,
+    /// Its tokens (`input_tokens` with the cache reads and writes in them) and dollars.
+    #[serde(flatten)]
+    pub spend: Spend,
     /// Started at.
     pub started_at: String,
     /// Finished as (`None`: still running).
@@ -113,9 +110,7 @@ pub fn agent_runs(events: &[StoredEvent], run: &str) -> Vec<AgentRun> {
                     backend: model.split('/').next().unwrap_or_default().to_owned(),
                     model,
                     turns: 0,
-                    input_tokens: 0,
-                    output_tokens: 0,
-                    cost_usd: 0.0,
+                    spend: Spend::default(),
                     started_at: e.at.clone(),
                     finished: None,
                     elapsed_secs: None,
@@ -131,11 +126,7 @@ pub fn agent_runs(events: &[StoredEvent], run: &str) -> Vec<AgentRun> {
                 };
                 match name {
                     "turn" => a.turns = body["turn"].as_u64().unwrap_or(a.turns),
-                    "usage" => {
-                        a.input_tokens += body["input_tokens"].as_u64().unwrap_or(0);
-                        a.output_tokens += body["output_tokens"].as_u64().unwrap_or(0);
-                        a.cost_usd += body["cost_usd"].as_f64().unwrap_or(0.0);
-                    }
+                    "usage" => a.spend.add(super::spend_of(&body)),
                     "agent_finished" => {
                         a.finished = body["status"].as_str().map(str::to_owned);
                         a.elapsed_secs = seconds_between(&a.started_at, &e.at);
@@ -171,7 +162,7 @@ mod tests {
                 ev(2, r#"{"event":"turn","agent":"developer","turn":2}"#),
                 ev(
                     3,
-                    r#"{"event":"usage","agent":"developer","input_tokens":10,"output_tokens":3,"cost_usd":0.5}"#,
+                    r#"{"event":"usage","agent":"developer","input_tokens":10,"cache_read_tokens":6,"cache_write_tokens":2,"output_tokens":3,"cost_usd":0.5}"#,
                 ),
                 ev(
                     4,
@@ -183,8 +174,18 @@ mod tests {
         assert_eq!(runs.len(), 1);
         let a = &runs[0];
         assert_eq!(
-            (a.backend.as_str(), a.turns, a.input_tokens, a.cost_usd),
+            (
+                a.backend.as_str(),
+                a.turns,
+                a.spend.input_tokens,
+                a.spend.cost_usd
+            ),
             ("script", 2, 15, 0.75)
+        );
+        // The second event, written before the cache fields existed, adds no cache tokens.
+        assert_eq!(
+            (a.spend.cache_read_tokens, a.spend.cache_write_tokens),
+            (6, 2)
         );
         assert_eq!(a.key.as_deref(), Some("1-1-a"));
         assert!(a.finished.is_none() && a.elapsed_secs.is_none());

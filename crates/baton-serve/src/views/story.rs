@@ -2,11 +2,11 @@
 //! stage commits, escalations, and its agents' activity.
 
 use super::escalations::EscalationCard;
-use super::{ViewError, add, journal_of, scope_agent, usage_of};
+use super::{ViewError, journal_of, scope_agent, usage_of};
 use crate::{Host, InFlight, Project, StageCommit};
 use baton_core::key::KeyKind;
 use baton_store::journal::board::Spend;
-use baton_store::journal::{StepRecord, StoredEvent};
+use baton_store::journal::{StepRecord, StoredEvent, UsageOf};
 use baton_store::sprint_file::SprintDoc;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -42,7 +42,8 @@ pub struct StepView {
     pub findings: Option<usize>,
     /// Blocking findings.
     pub blocking: Option<usize>,
-    /// What it spent.
+    /// What it spent: the cost ledger's lines of the step (or, in a journal from before they
+    /// named their step, its agent's usage events while it ran).
     pub spend: Spend,
 }
 
@@ -123,25 +124,30 @@ pub fn story(project: &Project, host: &dyn Host, key: &str) -> Result<Story, Vie
     let status = entry.effective().as_str().to_owned();
     let epic = entry.key.kind().epic().map(|e| e.to_string());
     let journal = journal_of(host);
-    let (steps, escalations, seq, events) = match journal.as_deref() {
+    let (steps, escalations, seq, events, ledger) = match journal.as_deref() {
         Some(j) => (
             j.steps_for_key(key)?,
             j.escalations_for_key(key, false)?,
             j.last_event_seq()?,
             j.story_events(key, STORY_EVENTS)?,
+            Some((j.usage_by_step(key)?, j.usage(UsageOf::Key(key))?)),
         ),
         None => Default::default(),
     };
     let activity: Vec<Activity> = events.iter().filter_map(activity_of).collect();
     let models = models_by_agent(&events);
+    let (by_step, ledger_total) = ledger.unwrap_or_default();
     let steps: Vec<StepView> = steps
         .iter()
-        .map(|s| step_view(s, &events, &models))
+        .map(|s| step_view(s, &events, &models, by_step.get(&s.id).copied()))
         .collect();
-    let spend = events
-        .iter()
-        .filter_map(usage_of)
-        .fold(Spend::default(), |a, (_, u, _)| add(a, u));
+    // The cost ledger names each call's step; a journal from before it did has only the
+    // agents' usage events to sum.
+    let spend = if by_step.is_empty() {
+        events.iter().filter_map(usage_of).map(|(_, u, _)| u).sum()
+    } else {
+        ledger_total
+    };
     let file = project.stories_dir.join(format!("{key}.md"));
     // The parsed verdicts the run journaled carry each finding's severity; a story reviewed
     // before they were journaled has only its story file's record.
@@ -238,12 +244,17 @@ pub fn activity_of(e: &StoredEvent) -> Option<Activity> {
         "turn" => format!("turn {}", body["turn"]),
         "tool_call" => format!("calls {}", s("tool")),
         "refused" => format!("refused {}: {}", s("tool"), s("reason")),
-        "usage" => format!(
-            "{} in / {} out tokens, ${:.4}",
-            body["input_tokens"],
-            body["output_tokens"],
-            body["cost_usd"].as_f64().unwrap_or(0.0)
-        ),
+        "usage" => {
+            let u = super::spend_of(&body);
+            let cache = match (u.cache_read_tokens, u.cache_write_tokens) {
+                (0, 0) => String::new(),
+                (r, w) => format!(" ({r} cache read, {w} cache write)"),
+            };
+            format!(
+                "{} in{cache} / {} out tokens, ${:.4}",
+                u.input_tokens, u.output_tokens, u.cost_usd
+            )
+        }
         "agent_finished" => format!("finished: {}", s("status")),
         "stage" => format!(
             "stage {} (round {}) by {}",
@@ -290,12 +301,13 @@ pub fn activity_of(e: &StoredEvent) -> Option<Activity> {
     })
 }
 
-/// A step with what its agent spent while it ran (the usage events of that agent between the
-/// step's start and end).
+/// A step with what its agent spent: the cost ledger's lines of the step (`ledger`), else the
+/// usage events of that agent between the step's start and end.
 fn step_view(
     s: &StepRecord,
     events: &[StoredEvent],
     models: &BTreeMap<String, String>,
+    ledger: Option<Spend>,
 ) -> StepView {
     let detail: serde_json::Value = s
         .detail
@@ -306,12 +318,15 @@ fn step_view(
     let count = |k: &str| detail[k].as_u64().and_then(|n| usize::try_from(n).ok());
     let during =
         |at: &str| at >= s.started_at.as_str() && s.ended_at.as_deref().is_none_or(|end| at <= end);
-    let spend = events
-        .iter()
-        .filter(|e| e.run_id == s.run_id && during(&e.at))
-        .filter_map(usage_of)
-        .filter(|(a, _, _)| agent.as_deref().is_none_or(|ours| ours == a))
-        .fold(Spend::default(), |acc, (_, u, _)| add(acc, u));
+    let spend = ledger.unwrap_or_else(|| {
+        events
+            .iter()
+            .filter(|e| e.run_id == s.run_id && during(&e.at))
+            .filter_map(usage_of)
+            .filter(|(a, _, _)| agent.as_deref().is_none_or(|ours| ours == a))
+            .map(|(_, u, _)| u)
+            .sum()
+    });
     StepView {
         id: s.id,
         run: s.run_id.clone(),

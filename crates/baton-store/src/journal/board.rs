@@ -3,18 +3,10 @@
 //! web board can show the runs and a story's history without reading every event.
 
 use super::{JournalError, RunRecord, StoredEvent};
-use serde::Serialize;
 
-/// Tokens and dollars spent, summed over some cost-ledger lines.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct Spend {
-    /// Input tokens.
-    pub input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// Dollars.
-    pub cost_usd: f64,
-}
+/// Tokens and dollars spent, summed over some cost-ledger lines: the token meter, whose
+/// `input_tokens` include the cache reads and writes.
+pub type Spend = baton_core::meter::Meter;
 
 /// The journal as a dashboard reads it.
 pub trait BoardViews {

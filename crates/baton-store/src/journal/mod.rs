@@ -39,7 +39,7 @@ mod sqlite;
 mod status;
 mod store;
 
-pub use costs::{CostEntry, CostLedger};
+pub use costs::{CostEntry, CostLedger, UsageOf};
 pub use escalations::{EscalationLog, EscalationRecord};
 pub use guard::{Allowance, GuardRecord, GuardState, NewGuardRecord};
 pub use run_events::{RunEvents, StoredEvent};

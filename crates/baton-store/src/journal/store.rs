@@ -7,7 +7,10 @@
 use super::{
     CostEntry, CostLedger, EscalationLog, EscalationRecord, Event, EventFilter, GuardState,
     JournalError, NewEvent, RunEvents, RunLog, RunRecord, SddTasks, StatusEvents, StepRecord,
+    UsageOf,
 };
+use baton_core::meter::Meter;
+use std::collections::BTreeMap;
 
 /// Every record family of the journal, as one trait object.
 pub trait Store:
@@ -119,6 +122,18 @@ impl<S: CostLedger + ?Sized> CostLedger for Box<S> {
     }
     fn total_cost(&self, run_id: Option<&str>) -> Result<f64, JournalError> {
         (**self).total_cost(run_id)
+    }
+    fn usage(&self, of: UsageOf<'_>) -> Result<Meter, JournalError> {
+        (**self).usage(of)
+    }
+    fn usage_by_key(
+        &self,
+        run_kind: Option<&str>,
+    ) -> Result<BTreeMap<String, Meter>, JournalError> {
+        (**self).usage_by_key(run_kind)
+    }
+    fn usage_by_step(&self, key: &str) -> Result<BTreeMap<i64, Meter>, JournalError> {
+        (**self).usage_by_step(key)
     }
 }
 

@@ -136,7 +136,7 @@ pub fn invocation(l: &Launch<'_>) -> Invocation {
 #[derive(Debug, Default)]
 pub struct Parser {
     /// Usage of each assistant message seen (one line per content block shares an id).
-    messages: BTreeMap<String, Usage>,
+    messages: BTreeMap<String, (Usage, u64)>,
     /// Tool names by call id, to name refusals.
     calls: BTreeMap<String, String>,
     /// The `result` event said `is_error`.
@@ -148,6 +148,7 @@ pub struct Parser {
     result_usage: bool,
 }
 
+/// An Anthropic `usage` object: `input_tokens` excludes the cache, as baton counts it.
 fn usage_of(u: &Value) -> Usage {
     Usage {
         input_tokens: u64_of(u, "input_tokens"),
@@ -155,6 +156,31 @@ fn usage_of(u: &Value) -> Usage {
         cache_read_tokens: u64_of(u, "cache_read_input_tokens"),
         cache_write_tokens: u64_of(u, "cache_creation_input_tokens"),
     }
+}
+
+/// The 1-hour cache writes of an Anthropic `usage` object (`cache_creation` splits the writes by
+/// lifetime).
+fn one_hour_writes_of(u: &Value) -> u64 {
+    u.get("cache_creation")
+        .map_or(0, |c| u64_of(c, "ephemeral_1h_input_tokens"))
+}
+
+/// The sum of the result's `modelUsage` (every model the run called, subagents included, which
+/// the result's `usage` leaves out), with its 1-hour cache writes; `None` when it has none.
+fn model_usage_of(m: &Value) -> Option<(Usage, u64)> {
+    let models = m.as_object().filter(|o| !o.is_empty())?;
+    let mut total = Usage::default();
+    let mut one_hour = 0;
+    for u in models.values() {
+        total.add(&Usage {
+            input_tokens: u64_of(u, "inputTokens"),
+            output_tokens: u64_of(u, "outputTokens"),
+            cache_read_tokens: u64_of(u, "cacheReadInputTokens"),
+            cache_write_tokens: u64_of(u, "cacheCreationInputTokens"),
+        });
+        one_hour += u64_of(u, "cacheCreationEphemeral1hInputTokens");
+    }
+    Some((total, one_hour))
 }
 
 fn text_of(content: &Value) -> String {
@@ -193,12 +219,15 @@ impl StreamParser for Parser {
                     t.turn();
                 }
                 if !self.result_usage {
+                    let u = msg.get("usage").unwrap_or(&Value::Null);
                     self.messages
-                        .insert(id, msg.get("usage").map(usage_of).unwrap_or_default());
-                    t.usage = self.messages.values().fold(Usage::default(), |mut a, u| {
-                        a.add(u);
-                        a
-                    });
+                        .insert(id, (usage_of(u), one_hour_writes_of(u)));
+                    t.usage = Usage::default();
+                    t.one_hour_cache_writes = 0;
+                    for (usage, one_hour) in self.messages.values() {
+                        t.usage.add(usage);
+                        t.one_hour_cache_writes += one_hour;
+                    }
                 }
                 for block in msg
                     .get("content")
@@ -250,9 +279,15 @@ impl StreamParser for Parser {
                 if !result.trim().is_empty() {
                     t.summary = result.to_owned();
                 }
-                if let Some(u) = ev.get("usage") {
+                // modelUsage is the whole run's accounting; `usage` only the main loop's.
+                if let Some((usage, one_hour)) = ev.get("modelUsage").and_then(model_usage_of) {
+                    self.result_usage = true;
+                    t.usage = usage;
+                    t.one_hour_cache_writes = one_hour;
+                } else if let Some(u) = ev.get("usage") {
                     self.result_usage = true;
                     t.usage = usage_of(u);
+                    t.one_hour_cache_writes = one_hour_writes_of(u);
                 }
                 t.cli_cost = ev.get("total_cost_usd").and_then(Value::as_f64);
                 if let Some(n) = ev.get("num_turns").and_then(Value::as_u64) {
@@ -307,6 +342,57 @@ mod tests {
         assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (25470, 78));
         assert_eq!(t.cli_cost, Some(0.10344));
         assert!(t.notes.contains(&Note::ToolCall("Write".into())));
+    }
+
+    #[test]
+    fn cache_figures_are_read_apart_and_model_usage_counts_subagents_too() {
+        let assistant = |id: &str, read: u64, written: u64, one_hour: u64| {
+            serde_json::json!({"type": "assistant", "message": {"id": id, "content": [],
+                "usage": {"input_tokens": 10, "output_tokens": 5,
+                          "cache_read_input_tokens": read,
+                          "cache_creation_input_tokens": written,
+                          "cache_creation": {"ephemeral_5m_input_tokens": written - one_hour,
+                                             "ephemeral_1h_input_tokens": one_hour}}}})
+        };
+        let mut p = Parser::default();
+        let mut t = Tally::default();
+        p.event(&assistant("m1", 0, 3000, 1000), &mut t);
+        p.event(&assistant("m2", 3000, 200, 0), &mut t);
+        // While the run goes: the main loop's messages, the cache apart from the input.
+        assert_eq!(
+            t.usage,
+            Usage {
+                input_tokens: 20,
+                output_tokens: 10,
+                cache_read_tokens: 3000,
+                cache_write_tokens: 3200,
+            }
+        );
+        assert_eq!(t.one_hour_cache_writes, 1000);
+        // At the end, modelUsage: the main model and a subagent's.
+        p.event(
+            &serde_json::json!({"type": "result", "subtype": "success", "is_error": false,
+                "result": "done", "num_turns": 2,
+                "usage": {"input_tokens": 20, "output_tokens": 10,
+                          "cache_read_input_tokens": 3000, "cache_creation_input_tokens": 3200},
+                "modelUsage": {
+                    "claude-sonnet-4-5": {"inputTokens": 20, "outputTokens": 10,
+                        "cacheReadInputTokens": 3000, "cacheCreationInputTokens": 3200,
+                        "cacheCreationEphemeral1hInputTokens": 1000},
+                    "claude-haiku-4-5": {"inputTokens": 7, "outputTokens": 1,
+                        "cacheReadInputTokens": 100, "cacheCreationInputTokens": 0}}}),
+            &mut t,
+        );
+        assert_eq!(
+            t.usage,
+            Usage {
+                input_tokens: 27,
+                output_tokens: 11,
+                cache_read_tokens: 3100,
+                cache_write_tokens: 3200,
+            }
+        );
+        assert_eq!(t.one_hour_cache_writes, 1000);
     }
 
     #[test]

@@ -170,12 +170,14 @@ impl StreamParser for Parser {
                 let u = ev.get("usage").unwrap_or(&Value::Null);
                 let input = u64_of(u, "input_tokens");
                 let cached = u64_of(u, "cached_input_tokens");
+                let written = u64_of(u, "cache_write_input_tokens");
                 t.usage.add(&Usage {
-                    // OpenAI counts cached tokens inside `input_tokens`.
-                    input_tokens: input.saturating_sub(cached),
+                    // Codex counts as OpenAI does: `input_tokens` is the whole prompt, the
+                    // cached and cache-written tokens inside it.
+                    input_tokens: input.saturating_sub(cached).saturating_sub(written),
                     output_tokens: u64_of(u, "output_tokens"),
                     cache_read_tokens: cached,
-                    cache_write_tokens: u64_of(u, "cache_write_input_tokens"),
+                    cache_write_tokens: written,
                 });
             }
             "turn.failed" => {
@@ -237,6 +239,31 @@ mod tests {
         assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (19746, 24));
         assert_eq!(t.cli_cost, None);
         assert!(t.summary.starts_with("DONE:"));
+    }
+
+    #[test]
+    fn cached_input_is_inside_codexs_input_and_counted_once() {
+        let mut t = Tally::default();
+        let turn = |input: u64, cached: u64, written: u64| {
+            serde_json::json!({"type": "turn.completed", "usage": {
+                "input_tokens": input, "cached_input_tokens": cached,
+                "cache_write_input_tokens": written, "output_tokens": 7,
+                "reasoning_output_tokens": 0}})
+        };
+        let mut p = Parser::default();
+        p.event(&turn(10_000, 0, 0), &mut t);
+        p.event(&turn(12_000, 9_000, 500), &mut t);
+        assert_eq!(
+            t.usage,
+            Usage {
+                input_tokens: 12_500,
+                output_tokens: 14,
+                cache_read_tokens: 9_000,
+                cache_write_tokens: 500,
+            }
+        );
+        // All input: what Codex reported as input, summed.
+        assert_eq!(t.usage.total_input(), 22_000);
     }
 
     #[test]

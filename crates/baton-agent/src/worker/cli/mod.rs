@@ -30,7 +30,7 @@ use crate::runner::{AgentEvent, Budget, CallFn, CallRecord, EventFn, Mode};
 use crate::transcript::Transcript;
 use crate::workspace::Workspace;
 use baton_core::budget::{BudgetState, Spend};
-use baton_llm::pricing::{Price, cost_usd};
+use baton_llm::pricing::{Price, cost_usd_split};
 pub use project::ProjectConfig;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -454,7 +454,10 @@ impl CliWorker {
     fn cost(&self, t: &Tally) -> (f64, CostSource) {
         match (t.cli_cost, &self.price) {
             (Some(c), _) if self.cli_cost_meaningful(t) => (c, CostSource::Cli),
-            (_, Some(p)) => (cost_usd(&t.usage, p), CostSource::PriceTable),
+            (_, Some(p)) => (
+                cost_usd_split(&t.usage, t.one_hour_cache_writes, p),
+                CostSource::PriceTable,
+            ),
             _ => (0.0, CostSource::Unpriced),
         }
     }

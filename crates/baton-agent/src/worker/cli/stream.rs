@@ -93,8 +93,12 @@ pub struct Tally {
     pub budget_stop: bool,
     /// The final answer, or the last text seen.
     pub summary: String,
-    /// Tokens, as the CLI reported them.
+    /// Tokens, as the CLI reported them, turned into baton's rule: uncached input, cache reads
+    /// and cache writes as three separate counts (`baton_core::meter`).
     pub usage: Usage,
+    /// The part of `usage.cache_write_tokens` written to 1-hour cache entries, where the stream
+    /// says (Claude Code does): priced at the 1-hour rate.
+    pub one_hour_cache_writes: u64,
     /// The cost the CLI reported, in US dollars (`None`: it reports none).
     pub cli_cost: Option<f64>,
     /// Model turns counted from the events.

@@ -564,7 +564,10 @@ impl Bmad {
             &self.date,
         );
         let unit = run.unit(key.clone());
-        let o = run.run_agent(&unit, &self.agent, &task).await;
+        let about = Run::about_unit(&unit);
+        let o = run
+            .run_agent_about(&unit, Some(id), &self.agent, &task, &about)
+            .await;
         *cost += o.cost_usd;
         if let Some(u) = unfinished(&o) {
             run.end_step(id, u.outcome, None)?;

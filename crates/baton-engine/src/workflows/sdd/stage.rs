@@ -6,7 +6,7 @@ use super::TaskCtx;
 use crate::error::EngineError;
 use crate::prompts;
 use crate::protocol::EventBody;
-use crate::run::step;
+use crate::run::{Run, step};
 use baton_agent::outcome::Outcome;
 use baton_core::sdd::{SddDetail, SddRun, SddStage, TaskFacts};
 use baton_core::story::StepOutcome;
@@ -148,7 +148,11 @@ impl TaskCtx<'_> {
             // The task is implementing (or fixing) from the moment its step begins.
             self.show_now()?;
         }
-        let outcome = self.run.run_agent(&self.unit, agent, &text).await;
+        let about = Run::about_unit(&self.unit);
+        let outcome = self
+            .run
+            .run_agent_about(&self.unit, Some(id), agent, &text, &about)
+            .await;
         let (result, mut detail, budget_stop) = settle(r, &outcome);
         detail.base = base;
         self.run

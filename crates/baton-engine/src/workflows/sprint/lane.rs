@@ -349,7 +349,12 @@ impl MergeLane {
             round,
             serde_json::to_string(&detail).ok(),
         )?;
-        let outcome = ctx.run_agent(agent, &task).await;
+        let in_step = crate::ctx::InStep {
+            id: step,
+            stage: MERGE_STAGE,
+            round,
+        };
+        let outcome = ctx.run_agent(in_step, agent, &task).await;
         let (result, reason) = match step::unfinished(&outcome) {
             Some(u) => (u.outcome, Some(u.reason)),
             None => match check(ctx) {

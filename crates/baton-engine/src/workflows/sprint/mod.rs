@@ -109,6 +109,7 @@ impl SprintEngine {
                 report.reason = format!("{}; {failed}", report.reason);
             }
         }
+        report.usage = run.run.usage();
         let _ = run.end(report.end.as_str(), &report.reason);
         report
     }

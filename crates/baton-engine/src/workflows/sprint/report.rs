@@ -1,6 +1,7 @@
 //! The sprint run's report: how the run ended and what each story did.
 
 use crate::protocol::EscalationView;
+use baton_core::meter::Meter;
 use serde::Serialize;
 
 /// How a run ended.
@@ -43,15 +44,16 @@ pub struct StoryReport {
     pub agents: Vec<String>,
     /// Fix rounds used (review rounds that requested changes, and failed test runs).
     pub review_rounds: u32,
-    /// Input tokens.
-    pub input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// Cost in US dollars.
-    pub cost_usd: f64,
+    /// Tokens and dollars of the story's agents in this run: `input_tokens` (cache reads and
+    /// writes included), `cache_read_tokens`, `cache_write_tokens`, `output_tokens`, `cost_usd`.
+    #[serde(flatten)]
+    pub usage: Meter,
     /// Some tokens (and so the cost) were estimated from the text: a provider streamed no usage.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub usage_estimated: bool,
+    /// The same per stage, in the order they ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageReport>,
     /// Why it did not finish, if it did not.
     pub error: Option<String>,
     /// Its branch, kept because it was not merged (stories worked in parallel only).
@@ -60,6 +62,20 @@ pub struct StoryReport {
     /// Its worktree, kept with the branch (project-relative).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worktree: Option<String>,
+}
+
+/// What one stage of a story (one agent's run in one journal step) used.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StageReport {
+    /// The stage (`create`, `dev`, `review`, `fix`, `merge`, …).
+    pub stage: String,
+    /// Its round.
+    pub round: u32,
+    /// The agent.
+    pub agent: String,
+    /// Its tokens and dollars.
+    #[serde(flatten)]
+    pub usage: Meter,
 }
 
 /// The batch report.
@@ -79,6 +95,9 @@ pub struct SprintReport {
     pub failed: usize,
     /// Not started or not finished because the run stopped first.
     pub skipped: usize,
+    /// Tokens and dollars of the whole run, every model call in its cost ledger (its stories,
+    /// retrospectives and merge rounds).
+    pub usage: Meter,
     /// Per story.
     pub stories: Vec<StoryReport>,
     /// The escalation awaiting an answer, if paused.
@@ -96,6 +115,7 @@ impl SprintReport {
             completed: 0,
             failed: 0,
             skipped: 0,
+            usage: Meter::default(),
             stories: Vec::new(),
             escalation: None,
         }

@@ -3,20 +3,8 @@
 
 use super::SqliteJournal;
 use crate::journal::board::{BoardViews, Spend};
-use crate::journal::{JournalError, RunRecord, StoredEvent};
-use rusqlite::{Row, params};
-
-fn spend(row: &Row<'_>, first: usize) -> rusqlite::Result<Spend> {
-    let count = |i: usize| -> rusqlite::Result<u64> {
-        let v: i64 = row.get(i)?;
-        Ok(u64::try_from(v).unwrap_or(0))
-    };
-    Ok(Spend {
-        input_tokens: count(first)?,
-        output_tokens: count(first + 1)?,
-        cost_usd: row.get(first + 2)?,
-    })
-}
+use crate::journal::{CostLedger, JournalError, RunRecord, StoredEvent, UsageOf};
+use rusqlite::params;
 
 impl BoardViews for SqliteJournal {
     fn recent_runs(&self, limit: usize) -> Result<Vec<RunRecord>, JournalError> {
@@ -44,15 +32,7 @@ impl BoardViews for SqliteJournal {
     }
 
     fn run_spend(&self, run_id: &str) -> Result<Spend, JournalError> {
-        self.conn
-            .query_row(
-                "SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
-                        COALESCE(SUM(cost_usd), 0.0)
-                 FROM cost_ledger WHERE run_id = ?1",
-                params![run_id],
-                |row| spend(row, 0),
-            )
-            .map_err(self.err())
+        self.usage(UsageOf::Run(run_id))
     }
 
     fn story_events(&self, key: &str, limit: usize) -> Result<Vec<StoredEvent>, JournalError> {
@@ -116,8 +96,8 @@ mod tests {
                 model: "script/demo".into(),
                 input_tokens: 10,
                 output_tokens: 2,
-                cache_read_tokens: 0,
-                cache_write_tokens: 0,
+                cache_read_tokens: 30,
+                cache_write_tokens: 5,
                 cost_usd: usd,
                 estimated: false,
             })
@@ -148,10 +128,12 @@ mod tests {
         assert_eq!(runs, ["r2", "r1"]);
         assert_eq!(j.recent_runs(1).unwrap().len(), 1);
         let r2 = j.run_spend("r2").unwrap();
+        // Input counts every input token, the cache's included.
         assert_eq!(
             (r2.input_tokens, r2.output_tokens, r2.cost_usd),
-            (20, 4, 0.75)
+            (90, 4, 0.75)
         );
+        assert_eq!((r2.cache_read_tokens, r2.cache_write_tokens), (60, 10));
         assert_eq!(j.run_spend("r1").unwrap().cost_usd, 0.0);
         let seqs: Vec<i64> = j
             .story_events("1-1-a", 10)
