@@ -206,6 +206,19 @@ impl Setup {
             })
     }
 
+    /// The price of a native agent's calls on `spec`: the model's price, its cache writes billed
+    /// at the 1-hour rate when the provider's breakpoints ask for the 1-hour lifetime.
+    fn native_price(&self, spec: &ModelSpec) -> Option<pricing::Price> {
+        let price = pricing::price_for(spec, &self.prices);
+        let one_hour = registry::resolve_provider(&spec.provider, &self.providers)
+            .is_ok_and(|p| p.cache == Some(baton_llm::cache::PromptCache::OneHour));
+        if one_hour {
+            price.map(pricing::Price::with_one_hour_writes)
+        } else {
+            price
+        }
+    }
+
     fn client(&self, agent: &str, spec: &ModelSpec) -> Result<Arc<dyn ModelClient>, SetupError> {
         let key = spec.to_string();
         if let Ok(cache) = self.clients.lock()
@@ -390,7 +403,7 @@ impl Setup {
             tools = tools.read_only();
         }
         let client = self.client(&def.name, &spec)?;
-        let price = pricing::price_for(&spec, &self.prices);
+        let price = self.native_price(&spec);
         let max_tokens = self.max_tokens_for(&def.name, &spec);
         let mut guards = GuardChain::standard(read_only);
         if let Some(core) = &self.tdd {
