@@ -71,11 +71,12 @@ const TODAY: Variant = Variant {
     reads: Reads::Whole,
 };
 
-/// After: five-minute cache breakpoints, old tool results compacted, sections read.
+/// After: baton's defaults (five-minute cache breakpoints, old tool results compacted past
+/// 32 KiB), sections read.
 const AFTER: Variant = Variant {
     name: "after",
-    provider: &["cache = \"5m\""],
-    agents: &["compact_after_bytes = 40000"],
+    provider: &[],
+    agents: &[],
     reads: Reads::Sections,
 };
 
