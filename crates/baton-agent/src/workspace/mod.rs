@@ -8,6 +8,7 @@
 //! ([`Workspace::touched`]). [`Workspace::worktree`] hands out a workspace on a branch of its own
 //! for work that runs in parallel.
 
+mod commit;
 pub mod git;
 mod trees;
 

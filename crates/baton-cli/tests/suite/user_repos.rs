@@ -832,3 +832,65 @@ fn a_stage_that_changes_the_users_own_file_stops_its_story_with_the_reason() {
         );
     }
 }
+
+/// `baton doctor --offline --json` in `repo`'s project: its problems.
+fn doctor_problems(repo: &Repo) -> Vec<String> {
+    let args = ["doctor", "--offline", "--json"];
+    let mut cmd = Command::new(BATON);
+    cmd.arg("-C")
+        .arg(&repo.project)
+        .args(args)
+        .env(
+            "BATON_CONFIG_DIR",
+            repo.project.join(".baton/no-user-config"),
+        )
+        .env("GIT_CONFIG_GLOBAL", &repo.global)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(Stdio::null());
+    let run = run_guarded(cmd, &args);
+    let report: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e})\n{}", run.describe()));
+    report["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter_map(|p| p.as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn doctor_reports_a_baton_directory_git_would_commit() {
+    // A clone: `.baton/` made by hand (the script), without its `.gitignore`.
+    let repo = setup("clone");
+    let state = |problems: &[String]| {
+        problems
+            .iter()
+            .filter(|p| p.contains("git would commit baton's state"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let found = state(&doctor_problems(&repo));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("`.baton/`"), "{found:?}");
+    // Doctor writes nothing: the directory still lacks its `.gitignore`.
+    assert!(!repo.project.join(".baton/.gitignore").exists());
+    // Any command that keeps state writes it; then nothing is reported.
+    let args = ["status"];
+    let mut cmd = Command::new(BATON);
+    cmd.arg("-C")
+        .arg(&repo.project)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", &repo.global)
+        .stdin(Stdio::null());
+    run_guarded(cmd, &args).expect_code(0);
+    assert!(repo.project.join(".baton/.gitignore").is_file());
+    assert_eq!(state(&doctor_problems(&repo)), Vec::<String>::new());
+    // A file under `.baton/` that was committed is named, ignored or not.
+    repo.git(&repo.project, &["add", "-f", ".baton/scripts/t.yaml"]);
+    repo.git(&repo.project, &["commit", "-q", "-m", "oops"]);
+    let found = state(&doctor_problems(&repo));
+    assert!(
+        found.len() == 1 && found[0].contains(".baton/scripts/t.yaml"),
+        "{found:?}"
+    );
+}
