@@ -7,10 +7,9 @@
 
 use super::board::Server;
 use super::common::{Project, parse_json};
-use super::sprint::{events_and_report, run_guarded};
-use super::wire_replay::{
-    EXAMPLE, KEY, KEY_ENV, Wire, chat_request, example_dir, prepare, stream, trusted,
-};
+use super::sprint::events_and_report;
+use super::wire_replay::{Wire, chat_request, example_dir, sprint_over_the_wire, stream};
+
 use baton_core::meter::Meter;
 use baton_llm::pricing::{Price, cost_usd, price_for};
 use baton_llm::script::ScriptClient;
@@ -138,16 +137,7 @@ async fn metered_sprint(wire: Wire) -> (Project, tempfile::TempDir, Value, Vec<V
     let served = Arc::new(Mutex::new(Vec::new()));
     let server = MockServer::start().await;
     server.respond_with(Arc::new(replaying(wire, script, served.clone())));
-    prepare(p.root(), EXAMPLE, wire, &server.url());
-    let user = trusted(&p);
-    let args = ["sprint", "--batch", "3", "--yolo", "--json"];
-    let mut cmd = p.command(&args);
-    cmd.env(KEY_ENV, KEY)
-        .env("BATON_CONFIG_DIR", user.path())
-        .env_remove("CARGO_TARGET_DIR");
-    let run = run_guarded(cmd, &args);
-    assert_eq!(server.refused(), Vec::new(), "{}", run.describe());
-    let run = run.expect_code(0);
+    let (run, user) = sprint_over_the_wire(&p, wire, &server);
     let (events, report) = events_and_report(&run);
     assert_eq!(report["completed"], 3, "{report:#}");
     let model = match wire {

@@ -5,7 +5,7 @@
 //! rounds of tool calls and results, parallel calls included; a request built wrongly fails the
 //! run, and the run must still end with every story done.
 
-use super::common::{Project, parse_json, statuses_of};
+use super::common::{Project, Run, parse_json, statuses_of};
 use super::sprint::{events_and_report, git, run_guarded};
 use baton_llm::script::ScriptClient;
 use baton_llm::{ChatRequest, ChatResponse, Message, ToolCall};
@@ -301,6 +301,26 @@ pub(super) fn trusted(p: &Project) -> tempfile::TempDir {
     user
 }
 
+/// The example project in `p`, trusted, its sprint of three stories run with `--yolo --json`
+/// against `server`; asserts that nothing baton sent was refused as the real API would refuse
+/// it and that the run exited 0. Returns the run and the user configuration it was trusted in.
+pub(super) fn sprint_over_the_wire(
+    p: &Project,
+    wire: Wire,
+    server: &MockServer,
+) -> (Run, tempfile::TempDir) {
+    prepare(p.root(), EXAMPLE, wire, &server.url());
+    let user = trusted(p);
+    let args = ["sprint", "--batch", "3", "--yolo", "--json"];
+    let mut cmd = p.command(&args);
+    cmd.env(KEY_ENV, KEY)
+        .env("BATON_CONFIG_DIR", user.path())
+        .env_remove("CARGO_TARGET_DIR");
+    let run = run_guarded(cmd, &args);
+    assert_eq!(server.refused(), Vec::new(), "{}", run.describe());
+    (run.expect_code(0), user)
+}
+
 async fn replay_the_demo(wire: Wire) {
     let script = Arc::new(
         ScriptClient::load(example_dir().join(".baton/scripts/demo.yaml")).expect("demo script"),
@@ -308,17 +328,7 @@ async fn replay_the_demo(wire: Wire) {
     let server = MockServer::start().await;
     server.respond_with(Arc::new(replaying(wire, script)));
     let p = Project::empty();
-    prepare(p.root(), EXAMPLE, wire, &server.url());
-    let user = trusted(&p);
-    let args = ["sprint", "--batch", "3", "--yolo", "--json"];
-    let mut cmd = p.command(&args);
-    cmd.env(KEY_ENV, KEY)
-        .env("BATON_CONFIG_DIR", user.path())
-        .env_remove("CARGO_TARGET_DIR");
-    let run = run_guarded(cmd, &args);
-    // Nothing baton sent was refused as the real API would refuse it.
-    assert_eq!(server.refused(), Vec::new(), "{}", run.describe());
-    let run = run.expect_code(0);
+    let (run, _user) = sprint_over_the_wire(&p, wire, &server);
     let (_, report) = events_and_report(&run);
     let requests = server.requests();
     assert_eq!(report["end"], "completed", "{report:#}");
