@@ -8,14 +8,15 @@
 //! put to a person as a checkpoint; a question is answered by baton at levels 0–1 and put to a
 //! person above; anything else is the skill's end. Every turn, answer, party and end is a
 //! journaled step ([`history`]), so a killed session resumes at the turn it was in; before each
-//! turn the run's artifacts are checkpointed, so a session can be rolled back.
+//! turn the run's artifacts are checkpointed, so a session can be rolled back. Turns, menus
+//! answered, parties and the session's end are events too (`bmad_turn`, …).
 
 pub mod history;
 pub mod party;
 pub mod task;
 
 use crate::error::EngineError;
-use crate::protocol::UnitKey;
+use crate::protocol::{EventBody, UnitKey};
 use crate::run::Run;
 use crate::run::step::unfinished;
 use crate::workflow::Workflow;
@@ -556,6 +557,13 @@ impl Bmad {
             return Ok(Pass::End(RunEnd::Failed, e, None));
         }
         let id = run.begin_step(&key, history::TURN, n, None)?;
+        run.emit_unit(
+            &key,
+            EventBody::BmadTurn {
+                session: self.session.clone(),
+                turn: n,
+            },
+        );
         let task = task::build(
             &self.skill,
             &self.config,
@@ -695,7 +703,23 @@ impl Bmad {
 
     fn reply(&self, run: &Run, reply: Reply) -> Result<(), EngineError> {
         let id = run.begin_step(&self.key(), history::REPLY, 0, None)?;
-        run.end_step(id, StepOutcome::Completed, Some(json(&reply)))
+        run.end_step(id, StepOutcome::Completed, Some(json(&reply)))?;
+        if let Some(m) = &reply.menu {
+            run.emit_unit(
+                &self.key(),
+                EventBody::BmadMenuAnswered {
+                    session: self.session.clone(),
+                    selection: m.selection.clone(),
+                    by: match reply.by {
+                        By::Baton => "baton",
+                        By::Person => "person",
+                    }
+                    .to_owned(),
+                    confidence: m.confidence,
+                },
+            );
+        }
+        Ok(())
     }
 
     fn end_session(&self, run: &Run, end: &str, reason: &str) -> Result<(), EngineError> {
@@ -709,7 +733,16 @@ impl Bmad {
         } else {
             StepOutcome::Failed
         };
-        run.end_step(id, outcome, Some(json(&d)))
+        run.end_step(id, outcome, Some(json(&d)))?;
+        run.emit_unit(
+            &self.key(),
+            EventBody::BmadSessionEnded {
+                session: self.session.clone(),
+                end: d.end,
+                reason: d.reason,
+            },
+        );
+        Ok(())
     }
 
     /// Holds a party on `topic` and journals it; `None` when there are too few to hold one.
@@ -726,6 +759,14 @@ impl Bmad {
         let timeout = self.roster.round_timeout.unwrap_or(self.limits.party_round);
         let detail = party::hold(run, &self.key(), &self.agent, &members, topic, on, timeout).await;
         run.end_step(id, StepOutcome::Completed, Some(json(&detail)))?;
+        run.emit_unit(
+            &self.key(),
+            EventBody::BmadParty {
+                session: self.session.clone(),
+                on: on.to_owned(),
+                members: members.iter().map(|p| p.name.clone()).collect(),
+            },
+        );
         Ok(Some(detail))
     }
 

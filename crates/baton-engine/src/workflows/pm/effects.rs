@@ -12,7 +12,7 @@
 use super::facts::{self, Read, Trust};
 use super::seats::{self, Seats};
 use super::{IssueReport, PassReport, PmError, PmPass};
-use crate::protocol::UnitKey;
+use crate::protocol::{EventBody, UnitKey};
 use crate::run::Run;
 use baton_core::pipeline::comments::{effect_marker, role_title};
 use baton_core::pipeline::decide::{self, Action, Board, Ci, Review, Secs};
@@ -377,7 +377,16 @@ async fn one(
             continue;
         }
         match apply(&mut cx, &mut state, seats, action, &key).await? {
-            Applied::Did(text) => did.push(text),
+            Applied::Did(text) => {
+                cx.run.emit_unit(
+                    &cx.unit,
+                    EventBody::PmEffectApplied {
+                        issue: cx.number,
+                        effect: text.clone(),
+                    },
+                );
+                did.push(text);
+            }
             Applied::Quiet => {}
             Applied::Stop(why) => {
                 waits = Some(why);
@@ -530,6 +539,13 @@ async fn apply(
             )?;
             match taken {
                 Some(k) => {
+                    cx.run.emit_unit(
+                        &cx.unit,
+                        EventBody::PmSeatTaken {
+                            issue: cx.number,
+                            seat: k,
+                        },
+                    );
                     let text = format!("took implementation seat {k} of {}", p.seats);
                     state.record(now, text.clone());
                     Applied::Did(text)
@@ -543,6 +559,13 @@ async fn apply(
             cx.end(id, "released")?;
             match k {
                 Some(k) => {
+                    cx.run.emit_unit(
+                        &cx.unit,
+                        EventBody::PmSeatReleased {
+                            issue: cx.number,
+                            seat: k,
+                        },
+                    );
                     let text = format!("gave back implementation seat {k}");
                     state.record(now, text.clone());
                     Applied::Did(text)

@@ -12,7 +12,7 @@
 
 use super::facts::branch_of;
 use super::{Pipeline, PmError};
-use crate::protocol::UnitKey;
+use crate::protocol::{EventBody, UnitKey};
 use crate::run::Run;
 use crate::workflow::Workflow;
 use crate::workflows::bmad::task::quote;
@@ -258,6 +258,14 @@ impl PmTurn {
             })
             .collect();
         let agent = p.agent_of(&self.role);
+        run.emit_unit(
+            &unit.key,
+            EventBody::PmTurn {
+                issue: self.issue,
+                role: self.role.clone(),
+                agent: agent.clone(),
+            },
+        );
         let outcome = run
             .run_agent(
                 &unit,

@@ -15,7 +15,7 @@ mod user_changes;
 
 use crate::ctx::{RunCtx, StoryCtx};
 use crate::error::EngineError;
-use crate::protocol::{EscalationView, EventBody};
+use crate::protocol::EventBody;
 use crate::run::Run;
 use crate::settings::SprintSettings;
 use crate::sprint_tools::SharedLedger;
@@ -254,7 +254,7 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
         if let Some(e) = open.iter().find(|e| e.key.as_deref() != Some(key.as_str())) {
             report.end = RunEnd::Paused;
             report.reason = format!("escalation #{} is open: {}", e.id, e.title);
-            report.escalation = Some(EscalationView::of(e, false));
+            report.escalation = Some(crate::protocol::escalation_view(e, false));
             report.skipped += left;
             break;
         }
