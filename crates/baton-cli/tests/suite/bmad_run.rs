@@ -313,10 +313,9 @@ fn six_menus_run_unattended_at_tier_1_and_pause_at_the_first_at_tier_4() {
     assert_eq!(report(&run)["menus"], 1);
 }
 
-#[test]
-fn a_stalled_validation_calls_one_party_then_a_person() {
-    let Some(t) = tools() else { return };
-    let skill = "bmad-create-epics-and-stories";
+/// A validation that fails twice on the same issue, a party of two rounds, and the same issue
+/// after it.
+fn stalled_validation() -> Script {
     let fail = |issue: &str| format!("Validation done.\nVerdict: FAIL\n- [major] {issue}");
     let s = Script::new()
         .turn(
@@ -342,12 +341,19 @@ fn a_stalled_validation_calls_one_party_then_a_person() {
     // After the party the same issue comes back.
     let mut s = s;
     s.turns[1]["repeat"] = json!(true);
-    let s = s.turn(
+    s.turn(
         "bmad-skill",
         "party of reviewers discussed",
         &fail("FR3 is not covered"),
         vec![],
-    );
+    )
+}
+
+#[test]
+fn a_stalled_validation_calls_one_party_then_a_person() {
+    let Some(t) = tools() else { return };
+    let skill = "bmad-create-epics-and-stories";
+    let s = stalled_validation();
     let p = bmad_project(&t, "", &s);
     let run = bmad(&p, &t, &["bmad", "run", skill, "--tier", "1", "--json"]).expect_code(3);
     let r = report(&run);
@@ -588,5 +594,68 @@ fn the_watch_reports_a_change_made_outside_a_run_once() {
         vec![json!({"event": "status", "key": K1, "from": "backlog", "to": "in-progress"})],
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The BMad events of the project's run event log, as `name detail` lines.
+fn bmad_events(p: &Project) -> Vec<String> {
+    use baton_engine::protocol::{EventBody as B, Scope, UnitKey};
+    super::common::run_events(p.root())
+        .into_iter()
+        .filter_map(|(scope, body)| {
+            let unit = match &scope {
+                Scope::Unit(UnitKey::Bmad(s)) => s.clone(),
+                _ => return None,
+            };
+            let line = match body {
+                B::BmadTurn { session, turn } => format!("turn {session} {turn}"),
+                B::BmadMenuAnswered {
+                    session,
+                    selection,
+                    by,
+                    ..
+                } => format!("menu {session} {selection} by {by}"),
+                B::BmadParty {
+                    session, members, ..
+                } => format!("party {session} {}", members.len()),
+                B::BmadSessionEnded { session, end, .. } => format!("ended {session} {end}"),
+                _ => return None,
+            };
+            assert!(line.contains(&unit), "{line} is scoped to {unit}");
+            Some(line)
+        })
+        .collect()
+}
+
+#[test]
+fn a_sessions_turns_menus_parties_and_end_are_events() {
+    let Some(t) = tools() else { return };
+    let skill = "bmad-create-epics-and-stories";
+    let session = format!("{skill}-1");
+    let p = bmad_project(&t, "", &six_menus(None));
+    bmad(&p, &t, &["bmad", "run", skill, "--tier", "1", "--json"]).expect_code(0);
+    let events = bmad_events(&p);
+    let turns = events.iter().filter(|e| e.starts_with("turn ")).count();
+    let menus: Vec<&String> = events.iter().filter(|e| e.starts_with("menu ")).collect();
+    assert_eq!(turns, 7, "{events:#?}");
+    assert_eq!(menus.len(), 6, "{events:#?}");
+    assert!(menus.iter().all(|m| m.ends_with(" by baton")), "{menus:#?}");
+    assert_eq!(
+        events.first().map(String::as_str),
+        Some(&*format!("turn {session} 1"))
+    );
+    assert_eq!(
+        events.last().map(String::as_str),
+        Some(&*format!("ended {session} completed")),
+        "{events:#?}"
+    );
+
+    let p = bmad_project(&t, "", &stalled_validation());
+    bmad(&p, &t, &["bmad", "run", skill, "--tier", "1", "--json"]).expect_code(3);
+    let events = bmad_events(&p);
+    assert_eq!(
+        events.iter().filter(|e| e.starts_with("party ")).count(),
+        1,
+        "{events:#?}"
     );
 }
