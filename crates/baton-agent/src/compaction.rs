@@ -33,7 +33,7 @@ use serde::Serialize;
 pub mod written;
 
 /// Compact once the old results sent in full exceed this many bytes, unless configured.
-pub const DEFAULT_AFTER_BYTES: u64 = 32 * 1024;
+pub const DEFAULT_AFTER_BYTES: u64 = 16 * 1024;
 /// The results of this many latest assistant turns are never compacted, by default.
 pub const DEFAULT_KEEP_TURNS: usize = 3;
 /// The fewest latest turns whose results are kept: the latest, and the one the agent acts on.
