@@ -510,7 +510,8 @@ fn markdown(list: &[Skill]) -> String {
             s.name,
             s.module,
             runs,
-            s.declared.map_or("–", |d| d.as_str())
+            s.declared
+                .map_or_else(|| "–".to_owned(), |d| format!("`{}`", d.as_str()))
         ));
     }
     out
