@@ -164,6 +164,61 @@ fn two_runs(dir: &str) -> Script {
         )
 }
 
+/// What every target must give: its 29 skills listed from its folder (22 of them work), one
+/// headless and one conversational skill run to completion.
+fn check_target(t: &Tools, tool: &str, dir: &str) {
+    cached_install(t, tool);
+    let p = project_for(t, tool, &two_runs(dir));
+    let skills = listed(&p);
+    let names: Vec<&str> = skills.iter().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(skills.len(), 29, "{tool}: {names:?}");
+    for s in &skills {
+        let path = s["path"].as_str().unwrap_or_default();
+        assert!(path.starts_with(dir), "{tool}: {s}");
+    }
+    let work = skills.iter().filter(|s| s["kind"] == "work").count();
+    assert_eq!(work, 22, "{tool}: personas and helpers are not work");
+    let human = baton(&p, &["bmad", "skills"]).expect_code(0).stdout;
+    assert!(
+        human.contains(&format!("installed for {tool} ({dir}")),
+        "{human}"
+    );
+    assert!(
+        !human.lines().any(|l| l.starts_with("bmad-agent-")),
+        "{human}"
+    );
+    let run = bmad(
+        &p,
+        t,
+        &["bmad", "run", "bmad-prd", "--input", "todo", "--json"],
+    );
+    assert_eq!(
+        report(&run)["end"],
+        "completed",
+        "{tool}: {}",
+        run.describe()
+    );
+    let run = bmad(
+        &p,
+        t,
+        &[
+            "bmad",
+            "run",
+            "bmad-create-epics-and-stories",
+            "--tier",
+            "1",
+            "--json",
+        ],
+    );
+    let r = report(&run);
+    assert_eq!(
+        (r["end"].as_str(), r["menus"].as_u64()),
+        (Some("completed"), Some(1)),
+        "{tool}: {}",
+        run.describe()
+    );
+}
+
 #[test]
 fn every_tool_target_of_bmads_installer_is_listed_and_runs_a_headless_and_a_conversational_skill() {
     let Some(t) = tools() else { return };
@@ -178,58 +233,18 @@ fn every_tool_target_of_bmads_installer_is_listed_and_runs_a_headless_and_a_conv
     b.sort();
     assert_eq!(a, b, "baton's target table differs from the installer's");
     let started = std::time::Instant::now();
-    for (tool, dir) in &targets {
-        cached_install(&t, tool);
-        let p = project_for(&t, tool, &two_runs(dir));
-        let skills = listed(&p);
-        let names: Vec<&str> = skills.iter().filter_map(|s| s["name"].as_str()).collect();
-        assert_eq!(skills.len(), 29, "{tool}: {names:?}");
-        for s in &skills {
-            let path = s["path"].as_str().unwrap_or_default();
-            assert!(path.starts_with(dir.as_str()), "{tool}: {s}");
+    // Four at a time: each target is its own project.
+    let per = targets.len().div_ceil(4);
+    std::thread::scope(|s| {
+        for chunk in targets.chunks(per) {
+            let t = &t;
+            s.spawn(move || {
+                for (tool, dir) in chunk {
+                    check_target(t, tool, dir);
+                }
+            });
         }
-        let work = skills.iter().filter(|s| s["kind"] == "work").count();
-        assert_eq!(work, 22, "{tool}: personas and helpers are not work");
-        let human = baton(&p, &["bmad", "skills"]).expect_code(0).stdout;
-        assert!(
-            human.contains(&format!("installed for {tool} ({dir}")),
-            "{human}"
-        );
-        assert!(
-            !human.lines().any(|l| l.starts_with("bmad-agent-")),
-            "{human}"
-        );
-        let run = bmad(
-            &p,
-            &t,
-            &["bmad", "run", "bmad-prd", "--input", "todo", "--json"],
-        );
-        assert_eq!(
-            report(&run)["end"],
-            "completed",
-            "{tool}: {}",
-            run.describe()
-        );
-        let run = bmad(
-            &p,
-            &t,
-            &[
-                "bmad",
-                "run",
-                "bmad-create-epics-and-stories",
-                "--tier",
-                "1",
-                "--json",
-            ],
-        );
-        let r = report(&run);
-        assert_eq!(
-            (r["end"].as_str(), r["menus"].as_u64()),
-            (Some("completed"), Some(1)),
-            "{tool}: {}",
-            run.describe()
-        );
-    }
+    });
     eprintln!(
         "{} tool targets listed and run in {:.1} s",
         targets.len(),
