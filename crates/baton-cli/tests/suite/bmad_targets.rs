@@ -329,8 +329,7 @@ fn step_menus(p: &Project) -> Vec<String> {
             let text = std::fs::read_to_string(f).expect("a step file");
             let line = text
                 .lines()
-                .filter(|l| l.contains("[C]") && !l.trim_start().starts_with(['-', '#']))
-                .last()
+                .rfind(|l| l.contains("[C]") && !l.trim_start().starts_with(['-', '#']))
                 .unwrap_or_else(|| panic!("no menu in {}", f.display()));
             let line = line.trim();
             let line = line.strip_prefix("Display:").unwrap_or(line).trim();

@@ -28,7 +28,7 @@ impl Bmad {
     ) -> Result<Pass, EngineError> {
         let tier = self.tier;
         let (continues, in_a_row) = history.streak();
-        match turn::decide_menu(&d, tier, continues, in_a_row, v.map(|v| v.passed)) {
+        match turn::decide_menu(d, tier, continues, in_a_row, v.map(|v| v.passed)) {
             MenuDecision::Select {
                 key: choice,
                 label,
@@ -80,8 +80,8 @@ impl Bmad {
                 }
                 let mut finding = checkpoint_text(
                     format,
-                    &output,
-                    &history,
+                    output,
+                    history,
                     confidence,
                     &reason,
                     recommended.as_deref(),
@@ -90,12 +90,12 @@ impl Bmad {
                 // once per menu; its advice goes to the person with the checkpoint.
                 let on = format!("menu after turn {}", history.turns());
                 if baton_core::autopilot::party::due(tier, confidence, false)
-                    && !party_on(&history, &on)
+                    && !party_on(history, &on)
                 {
                     let topic = format!(
                         "The `{}` skill shows this menu and baton is not sure which option to take:\n{}",
                         self.skill.name,
-                        tail(&output, 20)
+                        tail(output, 20)
                     );
                     if let Some(d) = self.party(run, &topic, &on).await? {
                         finding

@@ -99,7 +99,7 @@ impl Bmad {
     ) -> Result<Pass, EngineError> {
         match status.next() {
             StatusNext::Done => {
-                self.party_before_final(run, &history).await?;
+                self.party_before_final(run, history).await?;
                 let reason = format!(
                     "the skill reported `{}`{}",
                     match status.status {

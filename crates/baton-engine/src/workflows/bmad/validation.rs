@@ -25,10 +25,10 @@ impl Bmad {
         v: &Validation,
     ) -> Result<Pass, EngineError> {
         let hash = issue_set_hash(&v.issues);
-        let mut l = replay(&history, self.skill.headless, &self.validation_patterns);
+        let mut l = replay(history, self.skill.headless, &self.validation_patterns);
         let next = match l.observe(&hash, false) {
             LoopNext::Fix | LoopNext::Retry
-                if gate(v.blocking, v.major, None) == Gate::Party && !party_on(&history, &hash) =>
+                if gate(v.blocking, v.major, None) == Gate::Party && !party_on(history, &hash) =>
             {
                 LoopNext::Party(hash.clone())
             }
