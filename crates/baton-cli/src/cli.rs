@@ -766,6 +766,10 @@ pub struct BmadSkillsArgs {
     /// As JSON.
     #[arg(long)]
     pub json: bool,
+    /// As the markdown tables of docs/bmad.md: each tool target BMad's installer offers, and
+    /// each installed skill with how it runs.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
 }
 
 /// `baton bmad queue`.

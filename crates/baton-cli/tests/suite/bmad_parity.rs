@@ -678,10 +678,22 @@ fn the_menu_detector_over_every_markdown_file_of_bmads_skills_is_pinned() {
             whole_hits += 1;
             report.push_str(&format!("WHOLE FILE {} {}\n", rel.display(), whole.score));
         }
-        // What a skill tells the agent to display is what the agent's turn will end with.
+        // What a skill tells the agent to display is what the agent's turn will end with: a
+        // `Display:` line, or a step file's menu line shown as it is
+        // (`**All validations complete!** [C] Complete Workflow`).
+        let step_file = rel.components().any(|c| c.as_os_str() == "steps");
         for line in text.lines() {
-            let Some(shown) = line.trim().strip_prefix("Display:") else {
-                continue;
+            let t = line.trim();
+            let shown = match t.strip_prefix("Display:") {
+                Some(shown) => shown,
+                None if step_file
+                    && t.contains("[C]")
+                    && !t.starts_with(['-', '#', '|', '>', '*'])
+                    || step_file && t.starts_with("**") && t.contains("[C]") =>
+                {
+                    t
+                }
+                None => continue,
             };
             let shown = shown.trim().trim_matches(['"', '`']);
             if shown.is_empty() {

@@ -14,12 +14,12 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-struct Tools {
-    installer: PathBuf,
-    uv_dir: PathBuf,
+pub(super) struct Tools {
+    pub(super) installer: PathBuf,
+    pub(super) uv_dir: PathBuf,
 }
 
-fn tools() -> Option<Tools> {
+pub(super) fn tools() -> Option<Tools> {
     let required = std::env::var("BATON_TEST_BMAD_REQUIRED").as_deref() == Ok("1");
     let installer = std::env::var_os("BATON_TEST_BMAD_DIR")
         .map(|d| PathBuf::from(d).join("node_modules/.bin/bmad-method"))
@@ -43,9 +43,14 @@ fn tools() -> Option<Tools> {
 }
 
 /// A project with BMad installed by its own installer, a script and a trusted `baton.toml`.
-fn bmad_project(t: &Tools, extra_toml: &str, script: &Script) -> Project {
+pub(super) fn bmad_project(t: &Tools, extra_toml: &str, script: &Script) -> Project {
     let p = Project::empty();
     super::bmad_parity::install_bmad(&t.installer, p.root());
+    set_up(p, extra_toml, script)
+}
+
+/// `p`, with BMad installed, given a script and a trusted `baton.toml`.
+pub(super) fn set_up(p: Project, extra_toml: &str, script: &Script) -> Project {
     p.write(
         "baton.toml",
         &format!(
@@ -59,7 +64,7 @@ fn bmad_project(t: &Tools, extra_toml: &str, script: &Script) -> Project {
 }
 
 /// `baton ARGS` with `uv` on its `PATH`.
-fn bmad_command(p: &Project, t: &Tools, args: &[&str]) -> Command {
+pub(super) fn bmad_command(p: &Project, t: &Tools, args: &[&str]) -> Command {
     let mut cmd = command(p, args);
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut dirs = vec![t.uv_dir.clone()];
@@ -68,11 +73,11 @@ fn bmad_command(p: &Project, t: &Tools, args: &[&str]) -> Command {
     cmd
 }
 
-fn bmad(p: &Project, t: &Tools, args: &[&str]) -> super::common::Run {
+pub(super) fn bmad(p: &Project, t: &Tools, args: &[&str]) -> super::common::Run {
     super::sprint::run_guarded(bmad_command(p, t, args), args)
 }
 
-fn report(run: &super::common::Run) -> Value {
+pub(super) fn report(run: &super::common::Run) -> Value {
     let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| {
         panic!("not JSON ({e}): {}", run.describe());
     });
@@ -88,7 +93,7 @@ fn config_value(p: &Project, key: &str) -> String {
 }
 
 /// The steps of `session` at `stage`, in order: (attempt, detail).
-fn session_steps(p: &Project, session: &str, stage: &str) -> Vec<(u32, Option<String>)> {
+pub(super) fn session_steps(p: &Project, session: &str, stage: &str) -> Vec<(u32, Option<String>)> {
     use baton_store::journal::Journal;
     let j = baton_store::journal::SqliteJournal::open(&p.root().join(".baton/baton.db"))
         .expect("journal");

@@ -2,6 +2,7 @@
 
 mod bmad_parity;
 mod bmad_run;
+mod bmad_targets;
 mod board;
 mod cli_workers;
 mod common;
