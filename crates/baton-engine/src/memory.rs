@@ -152,6 +152,28 @@ impl Memory {
         self.with_store(|s| s.remember(draft, now))
     }
 
+    /// [`Memory::learn`] once per `origin` (what the draft was read from, such as a memlog
+    /// entry's file and content): `None`, with nothing stored or sent, when that origin was
+    /// learned before.
+    pub fn learn_once(
+        &self,
+        mut draft: Draft,
+        origin: &str,
+        now: i64,
+    ) -> Result<Option<Curated>, MemoryError> {
+        if let std::borrow::Cow::Owned(masked) = baton_core::secrets::redact(&draft.text) {
+            draft.text = masked;
+        }
+        let curated = self.with_store(|s| s.remember_once(draft.clone(), origin, now))?;
+        if curated.is_some()
+            && let Some(ext) = &self.external
+            && let Ok(mut ext) = ext.lock()
+        {
+            ext.write(&draft, now.saturating_mul(1000))?;
+        }
+        Ok(curated)
+    }
+
     /// Settles a review of `unit`: the findings of its previous review that this one no longer
     /// reports were resolved by the fix round between them, and each becomes a problem–solution
     /// memory for its file. Returns how many were learned.
@@ -163,7 +185,11 @@ impl Memory {
     ) -> Result<usize, MemoryError> {
         let resolved = self.with_store(|s| s.settle_findings(unit, findings))?;
         let mut learned = 0;
-        for f in &resolved {
+        // A finding the new review words differently is still there: nothing was resolved.
+        let resolved = resolved
+            .iter()
+            .filter(|f| !findings.iter().any(|now| sources::reworded(f, now)));
+        for f in resolved {
             if let Some(d) = sources::finding_draft(f, unit) {
                 self.learn(d, now)?;
                 learned += 1;

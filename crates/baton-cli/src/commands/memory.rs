@@ -283,17 +283,28 @@ fn import(root: &Path, args: &MemoryImportArgs) -> Result<Code> {
         .parent()
         .and_then(Path::file_name)
         .map_or_else(|| "memlog".to_owned(), |n| n.to_string_lossy().into_owned());
-    let drafts = sources::memlog_drafts(&entries, &unit);
-    let (mut added, mut strengthened) = (0, 0);
-    for d in drafts {
-        match memory.learn(d, now())? {
-            Curated::Added(_) => added += 1,
-            Curated::Strengthened(_) => strengthened += 1,
+    // The same file however it is named on the command line (`./x`, an absolute path).
+    let file = match (path.canonicalize(), root.canonicalize()) {
+        (Ok(p), Ok(r)) => rel(&r, &p),
+        _ => rel(root, &path),
+    };
+    let lessons = sources::memlog_lessons(&entries, &unit, &file);
+    let (mut added, mut strengthened, mut before) = (0, 0, 0);
+    for (origin, d) in lessons {
+        match memory.learn_once(d, &origin, now())? {
+            Some(Curated::Added(_)) => added += 1,
+            Some(Curated::Strengthened(_)) => strengthened += 1,
+            None => before += 1,
         }
     }
+    let earlier = if before > 0 {
+        format!(", {before} imported before (unchanged)")
+    } else {
+        String::new()
+    };
     println!(
-        "{} entries read: {added} new memories, {strengthened} strengthened; the rest (ideas, \
-         questions, notes, events) stay in the memlog",
+        "{} entries read: {added} new memories, {strengthened} strengthened{earlier}; the rest \
+         (ideas, questions, notes, events) stay in the memlog",
         entries.len()
     );
     Ok(Code::Ok)
@@ -352,13 +363,7 @@ pub fn learn_from_answer(
     let memory = open(&cfg)?;
     let unit = escalation.key.as_deref();
     if let Some(why) = why.map(str::trim).filter(|w| !w.is_empty()) {
-        let d = sources::answer_decision(
-            unit,
-            &escalation.title,
-            &escalation.finding,
-            chosen_label,
-            why,
-        );
+        let d = sources::answer_decision(unit, chosen_label, why);
         let id = memory.learn(d, now())?.id();
         made.push(format!("remembered the decision and its reason as m{id}"));
     }

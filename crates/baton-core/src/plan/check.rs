@@ -182,11 +182,11 @@ pub fn check(prd: Option<&Prd>, arch: Option<&Architecture>, epics: &Epics) -> V
             });
         }
     }
-    for (line, text) in &epics.malformed {
+    for (file, line, text) in &epics.malformed {
         out.push(Finding {
             severity: Severity::Low,
             kind: FindingKind::MalformedHeading,
-            file: epics.path.clone(),
+            file: file.clone(),
             line: *line,
             message: format!(
                 "`{text}` looks like an epic or story heading but is not `Epic N: title` / `Story N.M: title`"
