@@ -331,4 +331,33 @@ mod tests {
             Some(Ok(Health::Degraded { queued: 100, .. }))
         ));
     }
+
+    #[test]
+    fn a_finding_the_next_review_only_rewords_is_not_learned_as_resolved() {
+        let m = memory(300);
+        let low = |line: u32, issue: &str| Finding {
+            severity: Severity::Low,
+            file: "src/db.rs".into(),
+            line: Some(line),
+            issue: issue.into(),
+            suggestion: Some("rename it".into()),
+        };
+        m.review_settled("1-1-a", &[low(12, "The variable name `tmp` is unclear")], 10)
+            .unwrap();
+        let reworded = [low(12, "Rename `tmp` so it says what it holds")];
+        assert_eq!(m.review_settled("1-1-a", &reworded, 20).unwrap(), 0);
+        assert_eq!(m.review_settled("1-1-a", &reworded, 25).unwrap(), 0);
+        // Gone for real in the round after: now it was resolved.
+        assert_eq!(m.review_settled("1-1-a", &[], 30).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_memlog_entry_is_learned_once() {
+        let m = memory(300);
+        let d = Draft::new(Kind::Decision, Source::Memlog, "lead with one account");
+        assert!(m.learn_once(d.clone(), "memlog|x|decision|lead", 1).unwrap().is_some());
+        assert!(m.learn_once(d, "memlog|x|decision|lead", 2).unwrap().is_none());
+        let all = m.with_store(|s| s.list(&Default::default())).unwrap();
+        assert_eq!((all.len(), all[0].strength), (1, 1));
+    }
 }

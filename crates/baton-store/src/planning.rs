@@ -502,4 +502,47 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn every_epics_document_is_found_canonical_first_and_twins_are_undecided() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let d = dir.path();
+        let write = |f: &str, text: &str| {
+            if let Some(parent) = d.join(f).parent() {
+                fs::create_dir_all(parent).unwrap_or_else(|e| panic!("{e}"));
+            }
+            fs::write(d.join(f), text).unwrap_or_else(|e| panic!("{e}"));
+        };
+        write("epics-next.md", "## Epic 28: Sync\n### Story 28.1: Daemon\n");
+        write("epics.md", "## Epic 1: A\n### Story 1.1: One\n");
+        write("epic-cli-ux.md", "# Notes on the CLI, no epics here\n");
+        write("epics-validation-report.md", "## Epic 9: not a plan\n");
+        write("epic-2-retro-2026-11-20.md", "## Epic 2\n");
+        write("epics/index.md", "- [Epic 1](./epic-1.md)\n");
+        write("epics/epic-1.md", "## Epic 1: A\n### Story 1.1: One, resharded\n");
+        let names: Vec<String> = find(d)
+            .epics_documents
+            .iter()
+            .map(|s| shown(d, s.path()))
+            .collect();
+        assert_eq!(
+            names,
+            ["epics.md", "epics/index.md", "epic-cli-ux.md", "epics-next.md"]
+        );
+        let keys = |v: EpicsVersion| {
+            let l = load_choosing(d, d, v).unwrap_or_else(|e| panic!("{e}"));
+            let undecided = l.undecided.len();
+            let e = l.epics.unwrap_or_else(|| panic!("epics"));
+            (e.plan.keys(), e.documents.len(), undecided)
+        };
+        let (whole, docs, undecided) = keys(EpicsVersion::Undecided);
+        assert_eq!((docs, undecided), (2, 1), "the note plans nothing and is left out");
+        assert!(whole.contains(&"1-1-one".to_owned()), "{whole:?}");
+        assert!(whole.contains(&"28-1-daemon".to_owned()), "{whole:?}");
+        let (sharded, _, undecided) = keys(EpicsVersion::Sharded);
+        assert_eq!(undecided, 0);
+        assert!(sharded.contains(&"1-1-one-resharded".to_owned()), "{sharded:?}");
+        assert!(!sharded.contains(&"1-1-one".to_owned()), "{sharded:?}");
+        assert_eq!(keys(EpicsVersion::Whole).0, whole);
+    }
 }

@@ -150,21 +150,32 @@ pub fn finding_draft(finding: &Finding, story: &str) -> Option<Draft> {
     Some(d)
 }
 
-/// Whether `now`, from the next review of the same story, is `before` in other words: the same
-/// file and mostly the same words, or (for a low finding) the same line. Such a finding was not
-/// resolved, however its text changed.
+/// Whether `now`, from the next review of the same story, is the low finding `before` in other
+/// words: the same file, and the same line or mostly the same words (numbers and names such as
+/// `issue-2` must not differ). Such a finding was not resolved, however its text changed. A
+/// finding above low is the fix round's business and is judged by its text alone.
 pub fn reworded(before: &Finding, now: &Finding) -> bool {
+    use crate::verdict::Severity;
     let file = |f: &Finding| f.file.trim().trim_start_matches("./").to_owned();
-    if file(before) != file(now) {
+    if before.severity != Severity::Low || now.severity != Severity::Low || file(before) != file(now)
+    {
         return false;
     }
-    if before.severity == crate::verdict::Severity::Low
-        && before.line.is_some()
-        && before.line == now.line
-    {
+    if before.line.is_some() && before.line == now.line {
         return true;
     }
     let (a, b) = (content_words(&before.issue), content_words(&now.issue));
+    let numbered = |text: &str| -> Vec<String> {
+        text.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (na, nb) = (numbered(&before.issue), numbered(&now.issue));
+    if !na.is_empty() && !nb.is_empty() && !na.iter().any(|w| nb.contains(w)) {
+        return false;
+    }
     let shared = a.intersection(&b).count();
     let smaller = a.len().min(b.len());
     smaller > 0 && shared * 5 >= smaller * 3
@@ -464,6 +475,78 @@ mod tests {
                 (Kind::Decision, "lead with one account"),
                 (Kind::Decision, "optimize for the anxious first-timer"),
             ]
+        );
+    }
+
+    #[test]
+    fn action_items_that_say_there_are_none_are_not_lessons() {
+        for item in [
+            "none — owner: scrum master",
+            "None",
+            "n/a",
+            "N/A (owner: SM)",
+            "-",
+            "**None** - owner: Bob (Scrum Master)",
+            "Nothing.",
+            "No action items",
+        ] {
+            assert!(says_none(item), "{item}");
+            let retro =
+                format!("## Action Items\n\n- {item}\n- Inject the clock (owner: dev)\n");
+            let d = retro_drafts(&retro, "epic-1-retrospective");
+            assert_eq!(d.len(), 1, "{item}: {d:?}");
+        }
+        for item in [
+            "Nonetheless test the clock",
+            "None of the mocks may touch the network",
+            "Add a NaN check",
+        ] {
+            assert!(!says_none(item), "{item}");
+        }
+    }
+
+    #[test]
+    fn a_finding_in_other_words_is_the_same_finding() {
+        let f = |file: &str, line: Option<u32>, severity: Severity, issue: &str| Finding {
+            severity,
+            file: file.into(),
+            line,
+            issue: issue.into(),
+            suggestion: None,
+        };
+        let low = Severity::Low;
+        let before = f("src/db.rs", Some(12), low, "The variable name `tmp` is unclear");
+        // The same line of a low finding, whatever the words.
+        let moved = f("./src/db.rs", Some(12), low, "Rename `tmp` to say what it holds");
+        assert!(reworded(&before, &moved));
+        // Mostly the same words, the line moved.
+        let words = f("src/db.rs", Some(20), low, "Unclear variable name tmp");
+        assert!(reworded(&before, &words));
+        // Another file, another number, another problem, or a finding above low, is not.
+        let elsewhere = f("src/web.rs", Some(12), low, "The variable name `tmp` is unclear");
+        assert!(!reworded(&before, &elsewhere));
+        let one = f("src/db.rs", None, low, "round 1 finds a new problem (issue-1x)");
+        let two = f("src/db.rs", None, low, "round 2 finds a new problem (issue-2x)");
+        assert!(!reworded(&one, &two));
+        let other = f("src/db.rs", Some(30), low, "Timeout is hard-coded");
+        assert!(!reworded(&before, &other));
+        let high = f("src/db.rs", Some(4), Severity::High, "The pool is never closed");
+        let again = f("src/db.rs", Some(4), Severity::High, "Pool never gets closed");
+        assert!(!reworded(&high, &again));
+    }
+
+    #[test]
+    fn memlog_lessons_carry_their_file_and_entry_as_origin() {
+        let e = memlog_entries(MEMLOG).unwrap();
+        let a = memlog_lessons(&e, "bmad-brainstorming", "_bmad-output/b/.memlog.md");
+        let b = memlog_lessons(&e, "bmad-brainstorming", "_bmad-output/b/.memlog.md");
+        let other = memlog_lessons(&e, "bmad-brainstorming", "_bmad-output/c/.memlog.md");
+        assert_eq!(a.len(), 3);
+        assert_eq!(a, b);
+        assert_ne!(a[0].0, other[0].0, "another memlog is another origin");
+        assert_eq!(
+            a[1].0,
+            "memlog|_bmad-output/b/.memlog.md|decision|lead with one account"
         );
     }
 }

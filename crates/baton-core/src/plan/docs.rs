@@ -533,11 +533,12 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
             continue;
         }
         if epic.is_none() {
-            // In the coverage map every identifier a line starts with is claimed; elsewhere in
-            // the inventory a single identifier is a requirement copied from the PRD, and only a
-            // range or a list (`FR1-FR15: … — COMPLETE`) says where requirements are covered.
+            // In the coverage map every identifier a line starts with is claimed. Elsewhere in
+            // the inventory a line lists requirements (`FR1: …`, `FR1, FR2, NFR1.`), unless it
+            // says where they are covered: an epic, or that they are complete or covered
+            // (`FR1-FR15: Section Detection — COMPLETE`).
             let (ids, rest) = leading_ids(raw);
-            if in_coverage || ids.len() > 1 {
+            if in_coverage || says_covered(&rest) {
                 for id in ids {
                     doc.coverage.push((id, line, rest.clone()));
                 }
@@ -619,6 +620,18 @@ pub fn parse_epics_documents(documents: &[(String, Vec<(String, String)>)]) -> E
     }
     doc.plan = super::bmad::parse(&all);
     doc
+}
+
+/// Whether the text after a line's identifiers says where they are covered: an epic (`Epic 2`),
+/// or a word of completion (`COMPLETE`, `covered`, `done`, `implemented`, `delivered`).
+fn says_covered(rest: &str) -> bool {
+    let lower = rest.to_lowercase();
+    lower.split(|c: char| !c.is_alphanumeric()).any(|w| {
+        matches!(
+            w,
+            "epic" | "epics" | "complete" | "completed" | "covered" | "done" | "implemented" | "delivered"
+        )
+    })
 }
 
 /// The identifiers a line starts with, after list markers and bold: one (`FR1: …`), a range
@@ -885,5 +898,80 @@ Covers FR2.
             "## Epic 1: A\n### Story 1.1: B\n#### Acceptance Criteria\n1. it works\n2. it stays\n",
         );
         assert_eq!(doc.epics[0].stories[0].criteria, 2);
+    }
+
+    #[test]
+    fn coverage_is_read_in_ranges_and_lists() {
+        let nfr = |n: u32| ReqId {
+            kind: ReqKind::Nfr,
+            n,
+            sub: None,
+        };
+        let ids = |line: &str| leading_ids(line).0;
+        assert_eq!(
+            ids("FR1-FR15: Section Detection — COMPLETE"),
+            (1..=15).map(fr).collect::<Vec<_>>()
+        );
+        assert_eq!(ids("- **FR1\u{2013}FR3**: Epic 1"), [1, 2, 3].map(fr));
+        assert_eq!(ids("FR1, FR3: Epic 2"), [fr(1), fr(3)]);
+        assert_eq!(ids("FR4 and FR6-7 / FR9: Epic 3"), [4, 6, 7, 9].map(fr));
+        assert_eq!(ids("NFR1-NFR3: all epics"), [1, 2, 3].map(nfr));
+        assert_eq!(ids("FR2: Users can log in"), [fr(2)]);
+        assert!(ids("Covers FR1").is_empty());
+        assert_eq!(
+            leading_ids("FR1-FR15: Section Detection — COMPLETE").1,
+            "Section Detection — COMPLETE"
+        );
+        // The inventory's ranges claim coverage; its single definitions do not.
+        let doc = parse_epics(
+            "epics.md",
+            "## Requirements Inventory\n\n### Functional Requirements\n\nFR1-FR3: Parsing — COMPLETE\n\
+             FR4: export a report\nFR5, FR6: Epic 2\nFR7-FR9: Reporting\nFR10, FR11, NFR1.\n\n\
+             ## Epic 1: A\n### Story 1.1: B\n",
+        );
+        let claimed: Vec<u32> = doc.coverage.iter().map(|(id, _, _)| id.n).collect();
+        assert_eq!(claimed, [1, 2, 3, 5, 6]);
+    }
+
+    #[test]
+    fn several_documents_are_one_plan_each_story_keeping_its_file() {
+        let doc = parse_epics_documents(&[
+            (
+                "epics.md".to_owned(),
+                vec![(
+                    "epics.md".to_owned(),
+                    "## Epic 28: Data\n### Story 28.1: Export\n**FRs covered:** FR1\n".to_owned(),
+                )],
+            ),
+            (
+                "epics-next.md".to_owned(),
+                vec![(
+                    "epics-next.md".to_owned(),
+                    "## Epic 28: Sync\n**FRs covered:** FR1-FR16 (all)\n### Story 28.1: Daemon\n\
+                     ### Story 1: bad\n"
+                        .to_owned(),
+                )],
+            ),
+        ]);
+        assert_eq!(doc.path, "epics.md");
+        assert_eq!(doc.epics.len(), 1);
+        let files: Vec<&str> = doc.epics[0]
+            .stories
+            .iter()
+            .map(|s| s.file.as_str())
+            .collect();
+        assert_eq!(files, ["epics.md", "epics-next.md"]);
+        assert_eq!(
+            doc.plan.keys(),
+            [
+                "epic-28",
+                "28-1-export",
+                "28-1-daemon",
+                "epic-28-retrospective"
+            ]
+        );
+        assert_eq!(doc.epics[0].cites.len(), 16);
+        assert_eq!(doc.document_of("epics-next.md"), Some("epics-next.md"));
+        assert_eq!(doc.malformed[0].0, "epics-next.md");
     }
 }
