@@ -342,8 +342,12 @@ mod tests {
             issue: issue.into(),
             suggestion: Some("rename it".into()),
         };
-        m.review_settled("1-1-a", &[low(12, "The variable name `tmp` is unclear")], 10)
-            .unwrap();
+        m.review_settled(
+            "1-1-a",
+            &[low(12, "The variable name `tmp` is unclear")],
+            10,
+        )
+        .unwrap();
         let reworded = [low(12, "Rename `tmp` so it says what it holds")];
         assert_eq!(m.review_settled("1-1-a", &reworded, 20).unwrap(), 0);
         assert_eq!(m.review_settled("1-1-a", &reworded, 25).unwrap(), 0);
@@ -355,8 +359,16 @@ mod tests {
     fn a_memlog_entry_is_learned_once() {
         let m = memory(300);
         let d = Draft::new(Kind::Decision, Source::Memlog, "lead with one account");
-        assert!(m.learn_once(d.clone(), "memlog|x|decision|lead", 1).unwrap().is_some());
-        assert!(m.learn_once(d, "memlog|x|decision|lead", 2).unwrap().is_none());
+        assert!(
+            m.learn_once(d.clone(), "memlog|x|decision|lead", 1)
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            m.learn_once(d, "memlog|x|decision|lead", 2)
+                .unwrap()
+                .is_none()
+        );
         let all = m.with_store(|s| s.list(&Default::default())).unwrap();
         assert_eq!((all.len(), all[0].strength), (1, 1));
     }

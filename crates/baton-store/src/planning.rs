@@ -232,9 +232,7 @@ pub fn load_choosing(
     // Content over name: a document that plans nothing is no epics document, unless it is the
     // only one (then its findings still say what is wrong with it).
     if documents.len() > 1 {
-        documents.retain(|(_, files)| {
-            !baton_core::plan::bmad::parse(files).keys().is_empty()
-        });
+        documents.retain(|(_, files)| !baton_core::plan::bmad::parse(files).keys().is_empty());
     }
     let epics = (!documents.is_empty()).then(|| docs::parse_epics_documents(&documents));
     Ok(LoadedPlan {
@@ -513,13 +511,19 @@ mod tests {
             }
             fs::write(d.join(f), text).unwrap_or_else(|e| panic!("{e}"));
         };
-        write("epics-next.md", "## Epic 28: Sync\n### Story 28.1: Daemon\n");
+        write(
+            "epics-next.md",
+            "## Epic 28: Sync\n### Story 28.1: Daemon\n",
+        );
         write("epics.md", "## Epic 1: A\n### Story 1.1: One\n");
         write("epic-cli-ux.md", "# Notes on the CLI, no epics here\n");
         write("epics-validation-report.md", "## Epic 9: not a plan\n");
         write("epic-2-retro-2026-11-20.md", "## Epic 2\n");
         write("epics/index.md", "- [Epic 1](./epic-1.md)\n");
-        write("epics/epic-1.md", "## Epic 1: A\n### Story 1.1: One, resharded\n");
+        write(
+            "epics/epic-1.md",
+            "## Epic 1: A\n### Story 1.1: One, resharded\n",
+        );
         let names: Vec<String> = find(d)
             .epics_documents
             .iter()
@@ -527,7 +531,12 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["epics.md", "epics/index.md", "epic-cli-ux.md", "epics-next.md"]
+            [
+                "epics.md",
+                "epics/index.md",
+                "epic-cli-ux.md",
+                "epics-next.md"
+            ]
         );
         let keys = |v: EpicsVersion| {
             let l = load_choosing(d, d, v).unwrap_or_else(|e| panic!("{e}"));
@@ -536,12 +545,19 @@ mod tests {
             (e.plan.keys(), e.documents.len(), undecided)
         };
         let (whole, docs, undecided) = keys(EpicsVersion::Undecided);
-        assert_eq!((docs, undecided), (2, 1), "the note plans nothing and is left out");
+        assert_eq!(
+            (docs, undecided),
+            (2, 1),
+            "the note plans nothing and is left out"
+        );
         assert!(whole.contains(&"1-1-one".to_owned()), "{whole:?}");
         assert!(whole.contains(&"28-1-daemon".to_owned()), "{whole:?}");
         let (sharded, _, undecided) = keys(EpicsVersion::Sharded);
         assert_eq!(undecided, 0);
-        assert!(sharded.contains(&"1-1-one-resharded".to_owned()), "{sharded:?}");
+        assert!(
+            sharded.contains(&"1-1-one-resharded".to_owned()),
+            "{sharded:?}"
+        );
         assert!(!sharded.contains(&"1-1-one".to_owned()), "{sharded:?}");
         assert_eq!(keys(EpicsVersion::Whole).0, whole);
     }

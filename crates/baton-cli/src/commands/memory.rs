@@ -344,6 +344,52 @@ fn status(root: &Path, args: &MemoryStatusArgs) -> Result<Code> {
     Ok(Code::Ok)
 }
 
+/// The memlogs (`.memlog.md`, as BMad's `memlog.py` keeps them) under BMad's output folder (the
+/// planning folder's parent, `_bmad-output/`) written since `since`, relative to the root, in
+/// name order: what a skill session that just finished could have the memory import.
+pub fn memlogs_since(cfg: &Config, since: std::time::SystemTime) -> Vec<String> {
+    let base = cfg.planning.parent().unwrap_or(&cfg.root);
+    let mut found = Vec::new();
+    let mut dirs = vec![(base.to_path_buf(), 0)];
+    while let Some((dir, depth)) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() && depth < 5 {
+                dirs.push((path, depth + 1));
+            } else if kind.is_file()
+                && entry.file_name() == ".memlog.md"
+                && entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|m| m >= since)
+            {
+                found.push(rel(&cfg.root, &path));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The lines offering to import the memlogs a finished skill session wrote (none when memory
+/// is off).
+pub fn memlog_offers(cfg: &Config, since: std::time::SystemTime) -> Vec<String> {
+    if !cfg.memory.enabled.unwrap_or(true) {
+        return Vec::new();
+    }
+    memlogs_since(cfg, since)
+        .into_iter()
+        .map(|m| {
+            format!(
+                "the session kept a memlog: `baton memory import {m}` remembers its decisions and lessons"
+            )
+        })
+        .collect()
+}
+
 /// What `baton answer` (and the board) remembers of an answer: the decision and its reason
 /// (`--why`), and a choice other than the recommended one as a preference when the person
 /// confirms it. Returns a line for each memory made.

@@ -30,7 +30,13 @@ pub fn undecided(root: &Path, loaded: &LoadedPlan, command: &str) -> Option<Stri
     let pairs: Vec<String> = loaded
         .undecided
         .iter()
-        .map(|t| format!("`{}` and `{}`", shown(root, &t.whole), shown(root, &t.sharded)))
+        .map(|t| {
+            format!(
+                "`{}` and `{}`",
+                shown(root, &t.whole),
+                shown(root, &t.sharded)
+            )
+        })
         .collect();
     if pairs.is_empty() {
         return None;

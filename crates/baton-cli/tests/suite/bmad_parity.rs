@@ -872,7 +872,10 @@ fn several_epics_documents_plan_as_bmads_generate_plans_them_and_a_twin_is_asked
         ("whole", vec!["epics-cli-ux.md"]),
         (
             "sharded",
-            vec!["epics-cli-ux/index.md", "epics-cli-ux/epic-30-cli-ergonomics.md"],
+            vec![
+                "epics-cli-ux/index.md",
+                "epics-cli-ux/epic-30-cli-ergonomics.md",
+            ],
         ),
     ] {
         let p = project_with(
@@ -898,14 +901,26 @@ fn several_epics_documents_plan_as_bmads_generate_plans_them_and_a_twin_is_asked
         );
         p.write(SPRINT_REL, &built);
         phased_plan(&p);
-        p.write(&format!("{IMPL}/29-1-share-links.md"), "# Story 29.1: Share links\n\nStatus: ready-for-dev\n");
+        p.write(
+            &format!("{IMPL}/29-1-share-links.md"),
+            "# Story 29.1: Share links\n\nStatus: ready-for-dev\n",
+        );
 
         // Whole and sharded versions of one document: asked, nothing written.
         for command in ["sprint-plan", "check"] {
             let asked = p.run(&[command]);
             assert_ne!(asked.code, Some(0), "{}", asked.describe());
-            for said in ["epics-cli-ux.md", "epics-cli-ux/index.md", "--epics whole", "--epics sharded"] {
-                assert!(asked.stderr.contains(said), "{command}: {}", asked.describe());
+            for said in [
+                "epics-cli-ux.md",
+                "epics-cli-ux/index.md",
+                "--epics whole",
+                "--epics sharded",
+            ] {
+                assert!(
+                    asked.stderr.contains(said),
+                    "{command}: {}",
+                    asked.describe()
+                );
             }
         }
         assert_eq!(p.read_sprint(), built, "asking wrote nothing");
@@ -916,7 +931,10 @@ fn several_epics_documents_plan_as_bmads_generate_plans_them_and_a_twin_is_asked
         let mut names = vec!["epics.md"];
         names.extend(cli_ux.iter().copied());
         names.push("epics-next.md");
-        let files: Vec<PathBuf> = names.iter().map(|n| p.root().join(PLANNING).join(n)).collect();
+        let files: Vec<PathBuf> = names
+            .iter()
+            .map(|n| p.root().join(PLANNING).join(n))
+            .collect();
         let theirs = bmad.generate(p.root(), &files, &before);
 
         // The same keys, order and statuses, but for the story no plan names any more, which
@@ -926,7 +944,11 @@ fn several_epics_documents_plan_as_bmads_generate_plans_them_and_a_twin_is_asked
             .into_iter()
             .filter(|(k, _)| k != "28-4-legacy-export")
             .collect();
-        assert_eq!(ours, bmad.entries(&before), "{version}: baton's plan differs from BMad's");
+        assert_eq!(
+            ours,
+            bmad.entries(&before),
+            "{version}: baton's plan differs from BMad's"
+        );
         assert_eq!(
             report["orphans"],
             serde_json::json!([["28-4-legacy-export", "done"]]),

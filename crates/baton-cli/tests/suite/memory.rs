@@ -447,7 +447,11 @@ fn a_bmad_memlog_is_imported_as_memories() {
     let before = memories(&p);
     let again = baton(
         &p,
-        &["memory", "import", "./_bmad-output/brainstorming/.memlog.md"],
+        &[
+            "memory",
+            "import",
+            "./_bmad-output/brainstorming/.memlog.md",
+        ],
     )
     .expect_code(0);
     assert!(
@@ -469,7 +473,8 @@ fn a_bmad_memlog_is_imported_as_memories() {
     )
     .expect_code(0);
     assert!(
-        more.stdout.contains("1 new memories, 0 strengthened, 2 imported before"),
+        more.stdout
+            .contains("1 new memories, 0 strengthened, 2 imported before"),
         "{}",
         more.stdout
     );

@@ -157,7 +157,9 @@ pub fn finding_draft(finding: &Finding, story: &str) -> Option<Draft> {
 pub fn reworded(before: &Finding, now: &Finding) -> bool {
     use crate::verdict::Severity;
     let file = |f: &Finding| f.file.trim().trim_start_matches("./").to_owned();
-    if before.severity != Severity::Low || now.severity != Severity::Low || file(before) != file(now)
+    if before.severity != Severity::Low
+        || now.severity != Severity::Low
+        || file(before) != file(now)
     {
         return false;
     }
@@ -491,8 +493,7 @@ mod tests {
             "No action items",
         ] {
             assert!(says_none(item), "{item}");
-            let retro =
-                format!("## Action Items\n\n- {item}\n- Inject the clock (owner: dev)\n");
+            let retro = format!("## Action Items\n\n- {item}\n- Inject the clock (owner: dev)\n");
             let d = retro_drafts(&retro, "epic-1-retrospective");
             assert_eq!(d.len(), 1, "{item}: {d:?}");
         }
@@ -515,23 +516,58 @@ mod tests {
             suggestion: None,
         };
         let low = Severity::Low;
-        let before = f("src/db.rs", Some(12), low, "The variable name `tmp` is unclear");
+        let before = f(
+            "src/db.rs",
+            Some(12),
+            low,
+            "The variable name `tmp` is unclear",
+        );
         // The same line of a low finding, whatever the words.
-        let moved = f("./src/db.rs", Some(12), low, "Rename `tmp` to say what it holds");
+        let moved = f(
+            "./src/db.rs",
+            Some(12),
+            low,
+            "Rename `tmp` to say what it holds",
+        );
         assert!(reworded(&before, &moved));
         // Mostly the same words, the line moved.
         let words = f("src/db.rs", Some(20), low, "Unclear variable name tmp");
         assert!(reworded(&before, &words));
         // Another file, another number, another problem, or a finding above low, is not.
-        let elsewhere = f("src/web.rs", Some(12), low, "The variable name `tmp` is unclear");
+        let elsewhere = f(
+            "src/web.rs",
+            Some(12),
+            low,
+            "The variable name `tmp` is unclear",
+        );
         assert!(!reworded(&before, &elsewhere));
-        let one = f("src/db.rs", None, low, "round 1 finds a new problem (issue-1x)");
-        let two = f("src/db.rs", None, low, "round 2 finds a new problem (issue-2x)");
+        let one = f(
+            "src/db.rs",
+            None,
+            low,
+            "round 1 finds a new problem (issue-1x)",
+        );
+        let two = f(
+            "src/db.rs",
+            None,
+            low,
+            "round 2 finds a new problem (issue-2x)",
+        );
         assert!(!reworded(&one, &two));
         let other = f("src/db.rs", Some(30), low, "Timeout is hard-coded");
         assert!(!reworded(&before, &other));
-        let high = f("src/db.rs", Some(4), Severity::High, "The pool is never closed");
-        let again = f("src/db.rs", Some(4), Severity::High, "Pool never gets closed");
+        let high = f(
+            "src/db.rs",
+            Some(4),
+            Severity::High,
+            "The pool is never closed",
+        );
+        let again = f(
+            "src/db.rs",
+            Some(4),
+            Severity::High,
+            "Pool never gets closed",
+        );
         assert!(!reworded(&high, &again));
     }
 

@@ -629,7 +629,14 @@ fn says_covered(rest: &str) -> bool {
     lower.split(|c: char| !c.is_alphanumeric()).any(|w| {
         matches!(
             w,
-            "epic" | "epics" | "complete" | "completed" | "covered" | "done" | "implemented" | "delivered"
+            "epic"
+                | "epics"
+                | "complete"
+                | "completed"
+                | "covered"
+                | "done"
+                | "implemented"
+                | "delivered"
         )
     })
 }

@@ -416,7 +416,9 @@ impl SqliteMemory {
         let tx = self.conn.transaction().map_err(&err)?;
         if let Some(origin) = origin {
             let seen = tx
-                .query_row("SELECT 1 FROM imports WHERE origin = ?1", [origin], |_| Ok(()))
+                .query_row("SELECT 1 FROM imports WHERE origin = ?1", [origin], |_| {
+                    Ok(())
+                })
                 .optional()
                 .map_err(&err)?
                 .is_some();
@@ -491,7 +493,6 @@ impl SqliteMemory {
         tx.commit().map_err(&err)?;
         Ok(Some(curated))
     }
-
 }
 
 const COLUMNS: &str = "id, kind, importance, source, text, unit, scope_epic, scope_globs, \

@@ -666,12 +666,8 @@ mod tests {
             format!("{HEADER}  epic-28: in-progress\n  28-1-export: done\n  28-2-import-old: done\n  epic-28-retrospective: optional\n"),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let doc = |name: &str, text: &str| {
-            (
-                name.to_owned(),
-                vec![(name.to_owned(), text.to_owned())],
-            )
-        };
+        let doc =
+            |name: &str, text: &str| (name.to_owned(), vec![(name.to_owned(), text.to_owned())]);
         let one = doc(
             "epics.md",
             "## Epic 28: Data\n### Story 28.1: Export\n### Story 28.2: Import\n",

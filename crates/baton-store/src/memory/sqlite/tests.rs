@@ -302,12 +302,21 @@ fn a_read_only_store_reads_and_never_writes() {
 fn a_draft_remembered_once_per_origin_changes_nothing_the_second_time() {
     let mut m = store();
     let d = draft(Kind::Decision, "lead with one account");
-    let first = m.remember_once(d.clone(), "memlog|a|decision|lead", 1).unwrap();
+    let first = m
+        .remember_once(d.clone(), "memlog|a|decision|lead", 1)
+        .unwrap();
     assert!(matches!(first, Some(Curated::Added(_))));
     let log = m.log().unwrap().len();
-    assert_eq!(m.remember_once(d.clone(), "memlog|a|decision|lead", 2).unwrap(), None);
+    assert_eq!(
+        m.remember_once(d.clone(), "memlog|a|decision|lead", 2)
+            .unwrap(),
+        None
+    );
     let stored = m.list(&Filter::default()).unwrap();
-    assert_eq!((stored.len(), stored[0].strength, stored[0].updated_at), (1, 1, 1));
+    assert_eq!(
+        (stored.len(), stored[0].strength, stored[0].updated_at),
+        (1, 1, 1)
+    );
     assert_eq!(m.log().unwrap().len(), log, "nothing logged");
     // The same lesson from another memlog is learned again.
     let other = m.remember_once(d, "memlog|b|decision|lead", 3).unwrap();
@@ -329,8 +338,9 @@ fn a_version_one_database_gains_the_imports_table() {
         conn.pragma_update(None, "user_version", 1).unwrap();
     }
     let mut m = SqliteMemory::open(&path, 10, 1).unwrap();
-    assert!(m
-        .remember_once(draft(Kind::Pattern, "x"), "o", 1)
-        .unwrap()
-        .is_some());
+    assert!(
+        m.remember_once(draft(Kind::Pattern, "x"), "o", 1)
+            .unwrap()
+            .is_some()
+    );
 }
