@@ -647,8 +647,7 @@ fn says_covered(rest: &str) -> bool {
 pub fn leading_ids(line: &str) -> (Vec<ReqId>, String) {
     let mut s = strip_lead(line);
     let mut out = Vec::new();
-    loop {
-        let Some((id, used)) = id_at(s) else { break };
+    while let Some((id, used)) = id_at(s) {
         out.push(id);
         s = &s[used..];
         if let Some((end, taken)) = range_end(s, id.kind)
