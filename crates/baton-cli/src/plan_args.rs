@@ -38,7 +38,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub json: bool,
     /// Which version of an epics document that exists both whole (`epics.md`) and sharded
-    /// (`epics/`) is current: `whole` or `sharded`.
+    /// (`epics/`) is current.
     #[arg(long, value_name = "VERSION", value_parser = ["whole", "sharded"])]
     pub epics: Option<String>,
 }
@@ -50,7 +50,7 @@ pub struct SprintPlanArgs {
     #[arg(long)]
     pub json: bool,
     /// Which version of an epics document that exists both whole (`epics.md`) and sharded
-    /// (`epics/`) is current: `whole` or `sharded`.
+    /// (`epics/`) is current.
     #[arg(long, value_name = "VERSION", value_parser = ["whole", "sharded"])]
     pub epics: Option<String>,
 }
