@@ -42,7 +42,9 @@ pub fn undecided(root: &Path, loaded: &LoadedPlan, command: &str) -> Option<Stri
         return None;
     }
     Some(format!(
-        "which epics are current? {} hold the same document, whole and sharded, and planning          from the wrong one would lose or invent stories. Say which: `{command} --epics whole`          or `{command} --epics sharded` (or remove the one that is out of date)",
+        "which epics are current? {} hold the same document, whole and sharded, and planning \
+         from the wrong one would lose or invent stories. Say which: `{command} --epics whole` \
+         or `{command} --epics sharded` (or remove the one that is out of date)",
         pairs.join(", ")
     ))
 }

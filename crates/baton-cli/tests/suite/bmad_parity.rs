@@ -910,12 +910,10 @@ fn several_epics_documents_plan_as_bmads_generate_plans_them_and_a_twin_is_asked
         for command in ["sprint-plan", "check"] {
             let asked = p.run(&[command]);
             assert_ne!(asked.code, Some(0), "{}", asked.describe());
-            for said in [
-                "epics-cli-ux.md",
-                "epics-cli-ux/index.md",
-                "--epics whole",
-                "--epics sharded",
-            ] {
+            let choose = format!(
+                "Say which: `baton {command} --epics whole` or `baton {command} --epics sharded`"
+            );
+            for said in ["epics-cli-ux.md", "epics-cli-ux/index.md", choose.as_str()] {
                 assert!(
                     asked.stderr.contains(said),
                     "{command}: {}",
