@@ -222,8 +222,9 @@ pub enum Command {
     /// Generate or refresh sprint-status.yaml from the epics, never lowering a status.
     #[command(
         name = "sprint-plan",
-        after_help = "Examples:\n  baton sprint-plan\n  baton sprint-plan --json\n\n\
-        New stories are appended as backlog in epic order; existing entries, comments and \
+        after_help = "Examples:\n  baton sprint-plan\n  baton sprint-plan --json\n  \
+        baton sprint-plan --epics sharded\n\n\
+        Every epics document of the planning folder is read. New stories are appended as backlog in epic order; existing entries, comments and \
         statuses are kept; keys the epics no longer name are reported, not dropped."
     )]
     SprintPlan(crate::plan_args::SprintPlanArgs),

@@ -302,6 +302,8 @@ fn run_skill(root: &Path, args: &BmadRunArgs) -> Result<Code> {
     }
     let interactive =
         !args.json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    // Memlogs written from here on are this session's, offered for import when it completes.
+    let started = std::time::SystemTime::now() - Duration::from_secs(1);
     let report = render::run(
         RunSpec {
             id: run_id.clone(),
@@ -316,14 +318,23 @@ fn run_skill(root: &Path, args: &BmadRunArgs) -> Result<Code> {
         style,
     )??;
     let code = code_of(report.end);
+    let offers = match report.end {
+        RunEnd::Completed => super::memory::memlog_offers(&cfg, started),
+        _ => Vec::new(),
+    };
     if args.json {
-        let out = serde_json::json!({ "run_id": run_id, "tier": tier.level(), "report": report });
+        let mut out =
+            serde_json::json!({ "run_id": run_id, "tier": tier.level(), "report": report });
+        if !offers.is_empty() {
+            out["memlogs"] = serde_json::json!(super::memory::memlogs_since(&cfg, started));
+        }
         println!(
             "{}",
             baton_core::secrets::redact(&serde_json::to_string_pretty(&out)?)
         );
     } else {
         print_report(&report);
+        offers.iter().for_each(|o| println!("{o}"));
     }
     Ok(code)
 }

@@ -664,3 +664,35 @@ fn a_sessions_turns_menus_parties_and_end_are_events() {
         "{events:#?}"
     );
 }
+
+#[test]
+fn a_finished_session_that_kept_a_memlog_offers_its_import() {
+    let Some(t) = tools() else { return };
+    let p = bmad_project(&t, "", &Script::new());
+    let ws = "_bmad-output/planning-artifacts/prds/prd-offer";
+    prd_script(ws, "complete", &[]).install(&p);
+    let run = bmad(
+        &p,
+        &t,
+        &["bmad", "run", "bmad-prd", "--input", "a todo app"],
+    )
+    .expect_code(0);
+    let offer = format!("`baton memory import {ws}/.memlog.md`");
+    assert!(run.stdout.contains(&offer), "{}", run.describe());
+    // The command offered works, once.
+    let import = ["memory", "import", &format!("{ws}/.memlog.md")];
+    let first = baton(&p, &import).expect_code(0);
+    assert!(
+        first.stdout.contains("1 new memories"),
+        "{}",
+        first.describe()
+    );
+    let again = baton(&p, &import).expect_code(0);
+    assert!(
+        again
+            .stdout
+            .contains("0 new memories, 0 strengthened, 1 imported before"),
+        "{}",
+        again.describe()
+    );
+}
