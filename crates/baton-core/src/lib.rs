@@ -27,6 +27,7 @@ pub mod stamp;
 pub mod status;
 pub mod story;
 pub mod transition;
+pub mod unit;
 pub mod validate;
 pub mod verdict;
 

@@ -381,21 +381,10 @@ pub fn record_answer(cfg: &Config, id: i64, typed: &str) -> Result<Recorded, Ans
         let label = now.and_then(|e| e.answer).unwrap_or_default();
         return Err(already(&label));
     }
-    // A plan task's key is `sdd:<plan>#<id>`: `baton sdd <plan>` acts on its answer.
-    let key = e.key.as_deref().unwrap_or_default();
-    let next = if let Some(task) = key.strip_prefix("sdd:") {
-        format!(
-            "`baton sdd {}`",
-            task.rsplit_once('#').map_or(task, |(plan, _)| plan)
-        )
-    } else if let Some(session) = key.strip_prefix("bmad:") {
-        // A session is `<skill>-<n>`.
-        format!(
-            "`baton bmad run {}`",
-            session.rsplit_once('-').map_or(session, |(skill, _)| skill)
-        )
-    } else {
-        "`baton sprint`".to_owned()
+    // Each workflow acts on the answers to its own units' escalations.
+    let next = match e.key.as_deref().map(baton_core::unit::UnitKey::parse) {
+        Some(Ok(unit)) => format!("`{}`", unit.resume_command()),
+        _ => "`baton sprint`".to_owned(),
     };
     Ok(Recorded {
         id: e.id,

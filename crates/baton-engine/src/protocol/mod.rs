@@ -18,73 +18,7 @@ use baton_core::story::StepOutcome;
 use baton_store::journal::EscalationRecord;
 use serde::{Deserialize, Serialize};
 
-/// A unit of work: what one story, plan task or planning step is journaled under.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UnitKey {
-    /// A story of the sprint (`1-2-login`).
-    Story(String),
-    /// A task of a plan file (`baton sdd`).
-    PlanTask {
-        /// The plan, relative to the project root.
-        plan: String,
-        /// The task's id in it.
-        id: String,
-    },
-    /// A step of the planning pipeline (`prd`).
-    PlanStep(String),
-    /// An epic's retrospective (`epic-1-retrospective`).
-    Retrospective(String),
-    /// One agent's task in `baton team`, by its position.
-    TeamTask(usize),
-    /// A session of a BMad skill run by `baton bmad` (`bmad-prd-1`).
-    Bmad(String),
-    /// A GitHub issue of the pipeline (`baton pm`), by its number.
-    Issue(u64),
-}
-
-impl UnitKey {
-    /// The kind of step a unit's agent takes when the workflow says no more (for recall):
-    /// `story`, `sdd`, `plan:<step>`, `retro`, `team`.
-    pub fn stage_kind(&self) -> String {
-        match self {
-            UnitKey::Story(_) => "story".to_owned(),
-            UnitKey::PlanTask { .. } => "sdd".to_owned(),
-            UnitKey::PlanStep(step) => format!("plan:{step}"),
-            UnitKey::Retrospective(_) => "retro".to_owned(),
-            UnitKey::TeamTask(_) => "team".to_owned(),
-            UnitKey::Bmad(_) => "bmad".to_owned(),
-            UnitKey::Issue(_) => "pm".to_owned(),
-        }
-    }
-
-    /// The epic of a story or retrospective (`1` of `1-2-login` and `epic-1-retrospective`).
-    pub fn epic(&self) -> Option<String> {
-        match self {
-            UnitKey::Story(k) => k
-                .split_once('-')
-                .map(|(e, _)| e.to_owned())
-                .filter(|e| !e.is_empty()),
-            UnitKey::Retrospective(k) => k
-                .strip_prefix("epic-")
-                .and_then(|r| r.split_once('-'))
-                .map(|(e, _)| e.to_owned()),
-            _ => None,
-        }
-    }
-
-    /// The key the journal records the unit's steps and escalations under.
-    pub fn journal_key(&self) -> String {
-        match self {
-            UnitKey::Story(k) | UnitKey::Retrospective(k) => k.clone(),
-            UnitKey::PlanTask { plan, id } => format!("sdd:{plan}#{id}"),
-            UnitKey::PlanStep(step) => format!("plan:{step}"),
-            UnitKey::TeamTask(n) => format!("team:{n}"),
-            UnitKey::Bmad(session) => format!("bmad:{session}"),
-            UnitKey::Issue(n) => format!("gh:#{n}"),
-        }
-    }
-}
+pub use baton_core::unit::UnitKey;
 
 /// Whom an event is about: the run as a whole, one unit of work, or one agent within a unit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

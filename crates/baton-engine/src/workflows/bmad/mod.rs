@@ -18,7 +18,7 @@ use crate::error::EngineError;
 use crate::protocol::UnitKey;
 use crate::run::Run;
 use crate::run::step::unfinished;
-use crate::workflow::Workflow;
+use crate::workflow::{Ending, Workflow};
 use crate::workflows::sprint::report::RunEnd;
 use baton_core::autopilot::confidence::CheckpointFormat;
 use baton_core::autopilot::headless::Next as StatusNext;
@@ -141,13 +141,14 @@ impl Workflow for Bmad {
     }
 
     async fn run(self, run: Arc<Run>) -> Result<BmadReport, EngineError> {
-        let _ = run.begin();
-        let report = self.drive(&run).await;
-        let _ = match &report {
-            Ok(r) => run.end(r.end.as_str(), &r.reason),
-            Err(e) => run.end(RunEnd::Failed.as_str(), &e.to_string()),
-        };
-        report
+        self.drive(&run).await
+    }
+
+    fn ending(report: &Result<BmadReport, EngineError>, _run: &Run) -> Ending {
+        match report {
+            Ok(r) => Ending::new(r.end.as_str(), r.reason.clone()),
+            Err(e) => Ending::new(RunEnd::Failed.as_str(), e.to_string()),
+        }
     }
 }
 
