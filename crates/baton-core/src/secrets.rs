@@ -67,6 +67,15 @@ pub fn in_url(url: &str) -> Vec<String> {
             }
             None => push(userinfo),
         }
+        // The HTTP client sends them as a basic `Authorization` header, which an error may
+        // quote back.
+        let decoded = percent_decoded(userinfo);
+        let credentials = if decoded.contains(':') {
+            decoded
+        } else {
+            format!("{decoded}:")
+        };
+        push(&base64(credentials.as_bytes()));
     }
     let after = &rest[authority_end..];
     if let Some((_, query)) = after.split_once('?') {
@@ -84,8 +93,38 @@ pub fn in_url(url: &str) -> Vec<String> {
 
 /// What a query parameter holding a secret is named like.
 const SECRET_NAMES: [&str; 8] = [
-    "key", "token", "secret", "password", "passwd", "sig", "auth", "credential",
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "sig",
+    "auth",
+    "credential",
 ];
+
+/// Standard base64, padded (the encoding of a basic `Authorization` header).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (i, shift) in [18u32, 12, 6, 0].into_iter().enumerate() {
+            if i <= chunk.len() {
+                let idx = usize::try_from((n >> shift) & 63).unwrap_or(0);
+                out.push(char::from(ALPHABET[idx]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
 
 /// `text` with its `%XX` escapes decoded (invalid ones kept as written).
 fn percent_decoded(text: &str) -> String {
@@ -142,11 +181,11 @@ mod tests {
         for (url, want) in [
             (
                 "https://user:tok-0123456789@gateway.example/v1",
-                vec!["user", "tok-0123456789"],
+                vec!["user", "tok-0123456789", "dXNlcjp0b2stMDEyMzQ1Njc4OQ=="],
             ),
             (
                 "https://tok-0123456789@gateway.example",
-                vec!["tok-0123456789"],
+                vec!["tok-0123456789", "dG9rLTAxMjM0NTY3ODk6"],
             ),
             (
                 "https://gateway.example/v1?key=k-0123456789&model=x",
@@ -170,7 +209,9 @@ mod tests {
 
     #[test]
     fn a_token_in_a_url_is_masked_wherever_it_appears_once_registered() {
-        register(in_url("https://u:gw-token-5566778899@h/v1?api_key=q-key-5566778899"));
+        register(in_url(
+            "https://u:gw-token-5566778899@h/v1?api_key=q-key-5566778899",
+        ));
         let text = "GET /v1?api_key=q-key-5566778899: 401 for gw-token-5566778899";
         assert_eq!(redact(text).as_ref(), "GET /v1?api_key=***: 401 for ***");
     }

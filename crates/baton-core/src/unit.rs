@@ -137,12 +137,10 @@ impl UnitKey {
                 .map(UnitKey::Issue)
                 .ok_or_else(|| bad("an issue is `gh:#<number>`"));
         }
-        Ok(
-            match crate::key::classify(key) {
-                crate::key::KeyKind::Retrospective { .. } => UnitKey::Retrospective(key.to_owned()),
-                _ => UnitKey::Story(key.to_owned()),
-            },
-        )
+        Ok(match crate::key::classify(key) {
+            crate::key::KeyKind::Retrospective { .. } => UnitKey::Retrospective(key.to_owned()),
+            _ => UnitKey::Story(key.to_owned()),
+        })
     }
 
     /// The workflow whose unit this is: the one that raised its escalations and acts on their
@@ -170,7 +168,9 @@ impl UnitKey {
             // A session is `<skill>-<n>`.
             UnitKey::Bmad(session) => format!(
                 "baton bmad run {}",
-                session.rsplit_once('-').map_or(session.as_str(), |(s, _)| s)
+                session
+                    .rsplit_once('-')
+                    .map_or(session.as_str(), |(s, _)| s)
             ),
             UnitKey::Issue(_) => "baton pm".to_owned(),
         }
@@ -233,13 +233,21 @@ mod tests {
     #[test]
     fn each_workflow_s_keys_are_read_back_as_its_units() {
         let cases = [
-            ("1-2-login", UnitKey::Story("1-2-login".into()), RunKind::Sprint),
+            (
+                "1-2-login",
+                UnitKey::Story("1-2-login".into()),
+                RunKind::Sprint,
+            ),
             (
                 "epic-1-retrospective",
                 UnitKey::Retrospective("epic-1-retrospective".into()),
                 RunKind::Sprint,
             ),
-            ("legacy-key", UnitKey::Story("legacy-key".into()), RunKind::Sprint),
+            (
+                "legacy-key",
+                UnitKey::Story("legacy-key".into()),
+                RunKind::Sprint,
+            ),
             (
                 "sdd:docs/PLAN.md#2",
                 UnitKey::PlanTask {

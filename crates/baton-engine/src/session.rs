@@ -188,7 +188,10 @@ mod tests {
             let rec = record(dir.path(), &id);
             assert_eq!(rec.kind, kind.as_str());
             assert_eq!(rec.status, end);
-            assert_eq!(rec.reason.as_deref(), Some(format!("it was {end}").as_str()));
+            assert_eq!(
+                rec.reason.as_deref(),
+                Some(format!("it was {end}").as_str())
+            );
             assert!(rec.ended_at.is_some());
             // The run's hold went with it.
             assert!(!dir.path().join("live").join(format!("{id}.lock")).exists());
@@ -216,7 +219,12 @@ mod tests {
         // Once its process is gone, the next start closes it too.
         drop(live);
         let (r, io) = run(dir.path(), "after", RunKind::Team);
-        start(Ends("completed"), r, io).await.unwrap().done.await.unwrap();
+        start(Ends("completed"), r, io)
+            .await
+            .unwrap()
+            .done
+            .await
+            .unwrap();
         assert_eq!(record(dir.path(), "live").status, "interrupted");
         assert_eq!(record(dir.path(), "next").status, "completed");
     }

@@ -135,6 +135,11 @@ fn locate(
     }
 }
 
+/// The last component of a program's path (`env` of `/usr/bin/env`).
+fn base_name(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
 /// One simple command.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Simple {
@@ -160,7 +165,7 @@ impl Simple {
                 {
                     w = &w[1..];
                 }
-                Some(first) if first == "env" || first == "nice" => {
+                Some(first) if matches!(base_name(first), "env" | "nice") => {
                     // Their options (`env -i`, `env -u NAME`, `nice -n 5`) come before the
                     // program.
                     w = &w[1..];
@@ -175,7 +180,7 @@ impl Simple {
                         }
                     }
                 }
-                Some(first) if ["sudo", "time", "command", "exec"].contains(&first.as_str()) => {
+                Some(first) if ["sudo", "time", "command", "exec"].contains(&base_name(first)) => {
                     w = &w[1..];
                 }
                 _ => return w,
@@ -196,7 +201,11 @@ impl Simple {
         let mut given = false;
         while let Some(a) = args.next() {
             if a == "--" {
-                return if given { args.next().map(String::as_str) } else { None };
+                return if given {
+                    args.next().map(String::as_str)
+                } else {
+                    None
+                };
             }
             if a.starts_with("--") {
                 if matches!(a.as_str(), "--rcfile" | "--init-file") {
@@ -702,11 +711,12 @@ mod tests {
             assert_eq!(all(line), Vec::<String>::new(), "{line}");
         }
         // A `cd` inside the script moves only the script's commands.
-        let at: Vec<Option<PathBuf>> = Cmd::Shell(r#"bash -c "cd src && echo x > a"; echo y > b"#.into())
-            .located(Path::new("/p"))
-            .into_iter()
-            .map(|(d, _)| d)
-            .collect();
+        let at: Vec<Option<PathBuf>> =
+            Cmd::Shell(r#"bash -c "cd src && echo x > a"; echo y > b"#.into())
+                .located(Path::new("/p"))
+                .into_iter()
+                .map(|(d, _)| d)
+                .collect();
         let p = |s: &str| Some(PathBuf::from(s));
         assert_eq!(at, [p("/p"), p("/p/src"), p("/p/src"), p("/p")]);
     }

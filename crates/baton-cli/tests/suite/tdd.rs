@@ -535,7 +535,10 @@ fn a_shell_script_writing_code_is_blocked_however_it_is_quoted_or_started() {
         (r#"sh -c "echo \"x = 1\" > src/shop/cart.py""#, true),
         (r#"bash -lc "echo 'x = 1' > src/shop/cart.py""#, true),
         (r#"env bash -c "echo 'x = 1' > src/shop/cart.py""#, true),
-        (r#"/usr/bin/env -i bash -c "echo 'x' > src/shop/cart.py""#, true),
+        (
+            r#"/usr/bin/env -i bash -c "echo 'x' > src/shop/cart.py""#,
+            true,
+        ),
         (r#"bash -c "sh -c \"echo 'x' > src/shop/cart.py\"""#, true),
         (r#"cd src && bash -c "cd shop; printf 'x' > cart.py""#, true),
         (r#"bash -c "pytest -q""#, false),

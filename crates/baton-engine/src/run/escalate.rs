@@ -305,7 +305,14 @@ mod tests {
         }
 
         fn ending(report: &Self::Report, _run: &Run) -> crate::workflow::Ending {
-            crate::workflow::Ending::new(if report.is_ok() { "completed" } else { "failed" }, "")
+            crate::workflow::Ending::new(
+                if report.is_ok() {
+                    "completed"
+                } else {
+                    "failed"
+                },
+                "",
+            )
         }
     }
 

@@ -37,11 +37,12 @@ impl Run {
     /// leftovers are still this workflow's to settle.
     pub fn interrupted(&self) -> Result<Option<RunRecord>, EngineError> {
         let kind = self.kind.as_str();
-        self.with_journal(|j| Ok(j.runs_of_kind(kind, 2)?)).map(|runs| {
-            runs.into_iter()
-                .find(|r| r.id != self.id)
-                .filter(|r| r.status == INTERRUPTED)
-        })
+        self.with_journal(|j| Ok(j.runs_of_kind(kind, 2)?))
+            .map(|runs| {
+                runs.into_iter()
+                    .find(|r| r.id != self.id)
+                    .filter(|r| r.status == INTERRUPTED)
+            })
     }
 
     /// Takes this run's liveness hold (see [`baton_store::journal::RunHold`]): while it is
@@ -103,7 +104,6 @@ impl Run {
         let at = self.clock.now().rfc3339;
         self.with_journal(|j| Ok(j.end_run(&self.id, &at, status, reason)?))
     }
-
 }
 
 /// The first five paths, comma-separated.

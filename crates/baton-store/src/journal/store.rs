@@ -6,8 +6,8 @@
 
 use super::{
     CostEntry, CostLedger, EscalationLog, EscalationRecord, Event, EventFilter, GuardState,
-    JournalError, NewEvent, RunEvents, RunHold, RunLog, RunRecord, SddTasks, StatusEvents, StepRecord,
-    UsageOf,
+    JournalError, NewEvent, RunEvents, RunHold, RunLog, RunRecord, SddTasks, StatusEvents,
+    StepRecord, UsageOf,
 };
 use baton_core::meter::Meter;
 use std::collections::BTreeMap;
