@@ -447,6 +447,8 @@ fn a_kill_in_turn_3_resumes_at_turn_3_and_rollback_restores_turn_2() {
         archived.contains(&"after turn 7\n".to_owned()),
         "{archived:?}"
     );
+    // The killed run stays ended (interrupted), on the board's runs page too.
+    super::lifecycle::assert_interrupted(&p, &killed[0]);
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

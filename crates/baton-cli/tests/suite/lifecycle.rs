@@ -192,7 +192,7 @@ fn next_start(p: &Project) {
 }
 
 /// The killed run `id` is ended (interrupted) in the journal and on the board's runs page.
-fn assert_interrupted(p: &Project, id: &str) {
+pub(super) fn assert_interrupted(p: &Project, id: &str) {
     let r = run_record(p, id);
     assert_eq!(r.status, "interrupted", "{r:?}");
     assert!(r.ended_at.is_some(), "{r:?}");

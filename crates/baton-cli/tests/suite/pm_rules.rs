@@ -304,6 +304,8 @@ fn a_pass_killed_between_a_comment_and_its_record_repeats_nothing() {
     w.pass();
     assert_eq!(count(&w, n, "says it is blocked"), 1);
     w.check_contract();
+    // The killed pass stays ended (interrupted), on the board's runs page too.
+    super::lifecycle::assert_interrupted(&w.p, &killed[0]);
 }
 
 #[test]
