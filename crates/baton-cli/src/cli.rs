@@ -112,7 +112,7 @@ pub enum Command {
     #[command(after_help = "Examples:\n  baton escalations\n  baton escalations --all --json")]
     Escalations(EscalationsArgs),
 
-    /// Answer an escalation; the next `baton sprint` acts on it.
+    /// Answer an escalation; the workflow that raised it acts on it when it runs next.
     #[command(
         after_help = "Examples:\n  baton answer 3 1                   # the first option\n  \
         baton answer 3 \"another fix round\"\n  \

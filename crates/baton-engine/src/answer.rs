@@ -56,17 +56,11 @@ pub enum AnswerError {
 
 /// The command that acts on an answer to an escalation of `unit`.
 pub fn resume_command(unit: Option<&UnitKey>) -> String {
-    match unit {
-        Some(UnitKey::PlanTask { plan, .. }) => format!("`baton sdd {plan}`"),
-        // A session is `<skill>-<n>`.
-        Some(UnitKey::Bmad(session)) => format!(
-            "`baton bmad run {}`",
-            session
-                .rsplit_once('-')
-                .map_or(&session[..], |(skill, _)| skill)
-        ),
-        _ => "`baton sprint`".to_owned(),
-    }
+    // Each workflow acts on the answers to its own units' escalations.
+    format!(
+        "`{}`",
+        unit.map_or_else(|| "baton sprint".to_owned(), UnitKey::resume_command)
+    )
 }
 
 /// Records `typed` (an option's number, id or label) as the answer to escalation `id` at `now`

@@ -18,6 +18,7 @@ pub mod checks;
 pub mod clock;
 pub mod ctx;
 pub mod error;
+pub mod failpoint;
 pub mod feedback;
 pub mod group_commit;
 pub mod memory;

@@ -27,7 +27,7 @@ pub use escalation::{ChoiceView, EscalationView};
 pub use event::{Event, MergePhase, Scope};
 pub use op::Op;
 pub use run::{ParseRunEndError, ParseRunKindError, RunEnd, RunKind};
-pub use unit::{ParseUnitKeyError, UnitKey};
+pub use unit::{ParseUnitKeyError, UnitKey, belongs_to};
 
 #[cfg(test)]
 mod tests;

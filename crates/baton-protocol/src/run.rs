@@ -83,16 +83,19 @@ pub enum RunEnd {
     Failed,
     /// Cancelled (Ctrl-C).
     Cancelled,
+    /// Killed while running, and marked so by the next run of any workflow.
+    Interrupted,
 }
 
 impl RunEnd {
     /// Every end.
-    pub const ALL: [RunEnd; 5] = [
+    pub const ALL: [RunEnd; 6] = [
         RunEnd::Completed,
         RunEnd::Paused,
         RunEnd::Stopped,
         RunEnd::Failed,
         RunEnd::Cancelled,
+        RunEnd::Interrupted,
     ];
 
     /// The journal's spelling.
@@ -103,6 +106,7 @@ impl RunEnd {
             RunEnd::Stopped => "stopped",
             RunEnd::Failed => "failed",
             RunEnd::Cancelled => "cancelled",
+            RunEnd::Interrupted => "interrupted",
         }
     }
 }
@@ -115,7 +119,7 @@ impl fmt::Display for RunEnd {
 
 /// A run end the journal does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not how a run ends (completed, paused, stopped, failed, cancelled)")]
+#[error("`{0}` is not how a run ends (completed, paused, stopped, failed, cancelled, interrupted)")]
 pub struct ParseRunEndError(pub String);
 
 impl FromStr for RunEnd {

@@ -135,6 +135,26 @@ impl UnitKey {
         }
     }
 
+    /// The command that takes up an answer to one of this unit's escalations: `baton sprint`,
+    /// `baton sdd <plan>`, `baton plan --continue`, `baton team`, `baton bmad run <skill>`,
+    /// `baton pm`.
+    pub fn resume_command(&self) -> String {
+        match self {
+            UnitKey::Story(_) | UnitKey::Retrospective(_) => "baton sprint".to_owned(),
+            UnitKey::PlanTask { plan, .. } => format!("baton sdd {plan}"),
+            UnitKey::PlanStep(_) => "baton plan --continue".to_owned(),
+            UnitKey::TeamTask(_) => "baton team".to_owned(),
+            // A session is `<skill>-<n>`.
+            UnitKey::Bmad(session) => format!(
+                "baton bmad run {}",
+                session
+                    .rsplit_once('-')
+                    .map_or(session.as_str(), |(s, _)| s)
+            ),
+            UnitKey::Issue(_) => "baton pm".to_owned(),
+        }
+    }
+
     /// The kind of step a unit's agent takes when the workflow says no more (for recall):
     /// `story`, `sdd`, `plan:<step>`, `retro`, `team`.
     pub fn stage_kind(&self) -> String {
@@ -183,6 +203,13 @@ impl UnitKey {
             UnitKey::Issue(n) => format!("gh:#{n}"),
         }
     }
+}
+
+/// Whether the journal key `key` (`None`: an escalation of no unit) is a unit of `workflow`'s.
+/// A key that breaks a workflow's grammar belongs to none.
+pub fn belongs_to(key: Option<&str>, workflow: RunKind) -> bool {
+    key.and_then(|k| UnitKey::parse(k).ok())
+        .is_some_and(|u| u.workflow() == workflow)
 }
 
 impl fmt::Display for UnitKey {
@@ -271,5 +298,80 @@ mod tests {
             UnitKey::parse("team:1").map(|u| u.workflow()),
             Ok(RunKind::Team)
         );
+    }
+}
+
+#[cfg(test)]
+mod workflow_tests {
+    use super::*;
+
+    #[test]
+    fn each_workflow_s_keys_are_read_back_as_its_units() {
+        let cases = [
+            (
+                "1-2-login",
+                UnitKey::Story("1-2-login".into()),
+                RunKind::Sprint,
+            ),
+            (
+                "epic-1-retrospective",
+                UnitKey::Retrospective("epic-1-retrospective".into()),
+                RunKind::Sprint,
+            ),
+            (
+                "legacy-key",
+                UnitKey::Story("legacy-key".into()),
+                RunKind::Sprint,
+            ),
+            (
+                "sdd:docs/PLAN.md#2",
+                UnitKey::PlanTask {
+                    plan: "docs/PLAN.md".into(),
+                    id: "2".into(),
+                },
+                RunKind::Sdd,
+            ),
+            ("plan:prd", UnitKey::PlanStep("prd".into()), RunKind::Plan),
+            ("team:3", UnitKey::TeamTask(3), RunKind::Team),
+            (
+                "bmad:bmad-create-prd-2",
+                UnitKey::Bmad("bmad-create-prd-2".into()),
+                RunKind::Bmad,
+            ),
+            ("gh:#12", UnitKey::Issue(12), RunKind::Pm),
+        ];
+        for (key, unit, workflow) in cases {
+            assert_eq!(UnitKey::parse(key), Ok(unit.clone()), "{key}");
+            assert_eq!(unit.workflow(), workflow, "{key}");
+            assert_eq!(unit.journal_key(), key);
+            assert!(belongs_to(Some(key), workflow), "{key}");
+        }
+        assert!(!belongs_to(None, RunKind::Sprint));
+    }
+
+    #[test]
+    fn a_prefixed_key_that_breaks_its_grammar_belongs_to_no_workflow() {
+        for key in ["team:x", "gh:12", "gh:#x", "sdd:PLAN.md"] {
+            assert!(UnitKey::parse(key).is_err(), "{key}");
+            for kind in RunKind::ALL {
+                assert!(!belongs_to(Some(key), kind), "{key} {kind}");
+            }
+        }
+    }
+
+    #[test]
+    fn each_kind_names_the_command_that_resumes_it() {
+        for (key, command) in [
+            ("1-1-a", "baton sprint"),
+            ("epic-2-retrospective", "baton sprint"),
+            ("sdd:PLAN.md#1", "baton sdd PLAN.md"),
+            ("plan:architecture", "baton plan --continue"),
+            ("team:1", "baton team"),
+            ("bmad:bmad-create-prd-3", "baton bmad run bmad-create-prd"),
+            ("gh:#4", "baton pm"),
+        ] {
+            let unit = UnitKey::parse(key).expect(key);
+            assert_eq!(unit.resume_command(), command, "{key}");
+        }
     }
 }

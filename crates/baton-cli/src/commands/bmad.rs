@@ -345,7 +345,7 @@ pub fn code_of(end: RunEnd) -> Code {
         RunEnd::Completed => Code::Ok,
         RunEnd::Paused => Code::Paused,
         RunEnd::Stopped => Code::Budget,
-        RunEnd::Cancelled | RunEnd::Failed => Code::Error,
+        RunEnd::Cancelled | RunEnd::Failed | RunEnd::Interrupted => Code::Error,
     }
 }
 

@@ -418,11 +418,18 @@ fn a_kill_in_turn_3_resumes_at_turn_3_and_rollback_restores_turn_2() {
             break;
         }
     }
+    let killed = super::lifecycle::running(&p, "bmad");
     let _ = child.kill();
     let _ = child.wait();
     assert!(begun, "turn 3 never began");
     six_menus(None).install(&p);
     let run = bmad(&p, &t, &["bmad", "run", skill, "--json"]).expect_code(0);
+    // The next run marks the killed one ended (interrupted) in the journal.
+    assert_eq!(killed.len(), 1, "the killed run: {killed:?}");
+    assert_eq!(
+        super::lifecycle::run_record(&p, &killed[0]).status,
+        "interrupted"
+    );
     assert_eq!(report(&run)["end"], "completed", "{}", run.describe());
     let turns: Vec<u32> = session_steps(&p, &format!("{skill}-1"), "bmad-turn")
         .iter()
@@ -451,6 +458,8 @@ fn a_kill_in_turn_3_resumes_at_turn_3_and_rollback_restores_turn_2() {
         archived.contains(&"after turn 7\n".to_owned()),
         "{archived:?}"
     );
+    // The killed run stays ended (interrupted), on the board's runs page too.
+    super::lifecycle::assert_interrupted(&p, &killed[0]);
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

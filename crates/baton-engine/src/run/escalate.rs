@@ -326,6 +326,17 @@ mod tests {
             run.raise(&unit, e.title.clone(), &e, 0).await?;
             Ok(run.escalations_of(&unit)?.pop().and_then(|e| e.answer))
         }
+
+        fn ending(report: &Self::Report, _run: &Run) -> crate::workflow::Ending {
+            crate::workflow::Ending::new(
+                if report.is_ok() {
+                    "completed"
+                } else {
+                    "failed"
+                },
+                "",
+            )
+        }
     }
 
     fn run(dir: &std::path::Path) -> (Arc<Run>, crate::run::RunIo) {

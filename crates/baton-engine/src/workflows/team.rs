@@ -11,7 +11,7 @@ use crate::error::EngineError;
 use crate::protocol::{EventBody, UnitKey};
 use crate::run::Run;
 use crate::setup::SetupError;
-use crate::workflow::Workflow;
+use crate::workflow::{Ending, Workflow};
 use crate::workflows::sprint::report::RunEnd;
 use baton_agent::outcome::{Outcome, Status, Stop};
 use futures_util::StreamExt;
@@ -84,15 +84,16 @@ impl Workflow for Team {
         Ok(run.end_orphaned_workers().await)
     }
 
-    /// Journals the run, dispatches, and journals how it ended.
+    /// Dispatches.
     async fn run(self, run: Arc<Run>) -> Result<TeamReport, SetupError> {
-        let _ = run.begin();
-        let report = self.dispatch(&run).await;
-        let _ = match &report {
-            Ok(r) => run.end(r.end.as_str(), &r.reason),
-            Err(e) => run.end(RunEnd::Failed.as_str(), &e.to_string()),
-        };
-        report
+        self.dispatch(&run).await
+    }
+
+    fn ending(report: &Result<TeamReport, SetupError>, _run: &Run) -> Ending {
+        match report {
+            Ok(r) => Ending::new(r.end.as_str(), r.reason.clone()),
+            Err(e) => Ending::new(RunEnd::Failed.as_str(), e.to_string()),
+        }
     }
 }
 

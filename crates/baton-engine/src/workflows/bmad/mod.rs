@@ -27,7 +27,7 @@ mod validation;
 use crate::error::EngineError;
 use crate::protocol::UnitKey;
 use crate::run::Run;
-use crate::workflow::Workflow;
+use crate::workflow::{Ending, Workflow};
 use crate::workflows::sprint::report::RunEnd;
 use baton_core::autopilot::tier::Tier;
 use baton_core::story::StepOutcome;
@@ -151,13 +151,14 @@ impl Workflow for Bmad {
     }
 
     async fn run(self, run: Arc<Run>) -> Result<BmadReport, EngineError> {
-        let _ = run.begin();
-        let report = self.drive(&run).await;
-        let _ = match &report {
-            Ok(r) => run.end(r.end.as_str(), &r.reason),
-            Err(e) => run.end(RunEnd::Failed.as_str(), &e.to_string()),
-        };
-        report
+        self.drive(&run).await
+    }
+
+    fn ending(report: &Result<BmadReport, EngineError>, _run: &Run) -> Ending {
+        match report {
+            Ok(r) => Ending::new(r.end.as_str(), r.reason.clone()),
+            Err(e) => Ending::new(RunEnd::Failed.as_str(), e.to_string()),
+        }
     }
 }
 

@@ -19,7 +19,7 @@ pub mod turn;
 
 use crate::error::EngineError;
 use crate::run::Run;
-use crate::workflow::Workflow;
+use crate::workflow::{Ending, Workflow};
 use baton_core::pipeline::Phase;
 use baton_core::pipeline::decide::{Limits, Roles};
 use baton_github::{Forge, ForgeError, MergeMethod, NewLabel};
@@ -174,17 +174,16 @@ impl Workflow for PmPass {
             run: run.id.clone(),
             ..PassReport::default()
         };
-        if let Err(e) = run.begin() {
-            report.error = Some(e.to_string());
-            return report;
-        }
         if let Err(e) = effects::pass(&self, &run, &mut report).await {
             report.error = Some(baton_core::secrets::redact(&e.to_string()).into_owned());
         }
-        let _ = match &report.error {
-            None => run.end("completed", &format!("{} issues", report.issues.len())),
-            Some(e) => run.end("failed", e),
-        };
         report
+    }
+
+    fn ending(report: &PassReport, _run: &Run) -> Ending {
+        match &report.error {
+            None => Ending::new("completed", format!("{} issues", report.issues.len())),
+            Some(e) => Ending::new("failed", e.clone()),
+        }
     }
 }

@@ -14,7 +14,7 @@ use super::facts::branch_of;
 use super::{Pipeline, PmError};
 use crate::protocol::{EventBody, UnitKey};
 use crate::run::Run;
-use crate::workflow::Workflow;
+use crate::workflow::{Ending, Workflow};
 use crate::workflows::bmad::task::quote;
 use baton_agent::outcome::Status;
 use baton_agent::workspace::git::Git;
@@ -167,18 +167,17 @@ impl Workflow for PmTurn {
             role: self.role.clone(),
             ..TurnReport::default()
         };
-        if let Err(e) = run.begin() {
-            report.error = Some(e.to_string());
-            return report;
-        }
         if let Err(e) = self.turn(&run, &mut report).await {
             report.error = Some(baton_core::secrets::redact(&e.to_string()).into_owned());
         }
-        let _ = match &report.error {
-            None => run.end("completed", &report.outcome),
-            Some(e) => run.end("failed", e),
-        };
         report
+    }
+
+    fn ending(report: &TurnReport, _run: &Run) -> Ending {
+        match &report.error {
+            None => Ending::new("completed", report.outcome.clone()),
+            Some(e) => Ending::new("failed", e.clone()),
+        }
     }
 }
 
