@@ -5,7 +5,9 @@
 //! `BATON_FAILPOINT=after-move:cancel` cancels the run right after a story's status move is
 //! durable, before the stage commit that goes with it, as a Ctrl-C landing there would: the
 //! stage's commit is not made and the run winds down. `after-move:abort` ends the process there
-//! instead, as `kill -9` would. Each fires once per process.
+//! instead, as `kill -9` would. `before-tidy:abort` ends the process when a sprint run has begun
+//! (and marked the runs a kill left running) but has not yet settled what they left. Each fires
+//! once per process.
 
 use crate::run::Run;
 
@@ -37,3 +39,16 @@ pub fn after_move(run: &Run) -> bool {
 pub fn after_move(_run: &Run) -> bool {
     false
 }
+
+/// With `before-tidy:abort`, ends the process as `kill -9` would, before a sprint run settles
+/// what the runs before it left.
+#[cfg(feature = "failpoints")]
+pub fn before_tidy() {
+    if std::env::var(ENV).is_ok_and(|w| w == "before-tidy:abort") {
+        std::process::abort();
+    }
+}
+
+/// Without the `failpoints` feature: never fires.
+#[cfg(not(feature = "failpoints"))]
+pub fn before_tidy() {}

@@ -328,6 +328,34 @@ fn assert_the_stage_has_its_own_commit(p: &Project) {
     assert_eq!(statuses(p)[K1], "done");
 }
 
+/// A run killed between a stage's move and its commit, then a run killed before it settled
+/// that, then a run that completes: the stage still gets its own commit.
+#[test]
+fn a_stage_commit_owed_by_a_killed_run_survives_a_second_kill_before_it_is_made() {
+    let p = sprint_project(Toml::default(), &Script::new().straight(K1));
+    for failpoint in ["after-move:abort", "before-tidy:abort"] {
+        let out = command(&p, &["sprint", "--yolo", "--stories", K1])
+            .env("BATON_FAILPOINT", failpoint)
+            .output()
+            .expect("baton runs");
+        assert_ne!(out.status.code(), Some(0), "{failpoint}: not interrupted");
+    }
+    assert_eq!(statuses(&p)[K1], "ready-for-dev", "the move was made");
+    let (_, report, run) = sprint_json(&p, &["--yolo", "--stories", K1], 0);
+    assert_eq!(report["end"], "completed", "{}", run.describe());
+    assert_the_stage_has_its_own_commit(&p);
+    let runs: Vec<RunRecord> = journal(&p)
+        .expect("journal")
+        .runs_of_kind("sprint", 4)
+        .expect("journal read");
+    let ends: Vec<&str> = runs.iter().map(|r| r.status.as_str()).collect();
+    assert_eq!(
+        ends,
+        ["completed", "interrupted", "interrupted"],
+        "{runs:?}"
+    );
+}
+
 #[test]
 fn a_ctrl_c_between_a_stage_s_move_and_its_commit_leaves_the_stage_s_own_commit() {
     let p = interrupted_after_the_move("cancel");

@@ -45,6 +45,21 @@ impl Run {
             })
     }
 
+    /// The runs of this kind that kills interrupted one after another just before this one
+    /// (none ended otherwise in between), oldest first: a run killed before it settled the one
+    /// before it leaves both to settle.
+    pub fn interrupted_runs(&self) -> Result<Vec<RunRecord>, EngineError> {
+        let kind = self.kind.as_str();
+        let runs = self.with_journal(|j| Ok(j.runs_of_kind(kind, 20)?))?;
+        let mut out: Vec<RunRecord> = runs
+            .into_iter()
+            .filter(|r| r.id != self.id)
+            .take_while(|r| r.status == INTERRUPTED)
+            .collect();
+        out.reverse();
+        Ok(out)
+    }
+
     /// Takes this run's liveness hold (see [`baton_store::journal::RunHold`]): while it is
     /// held, no other process takes the run for one a kill left running.
     pub fn hold(&self) -> Result<RunHold, EngineError> {

@@ -123,6 +123,7 @@ impl SprintEngine {
     }
 
     async fn start(&self, run: &RunCtx) -> Result<(), EngineError> {
+        crate::failpoint::before_tidy();
         recovery::tidy(run).await
     }
 }

@@ -148,9 +148,12 @@ pub async fn tidy(run: &RunCtx) -> Result<(), EngineError> {
             }
         }
     }
-    let Some(prev) = run.interrupted()? else {
+    // Every run killed in a row before this one, oldest first: a run killed before it settled
+    // the one before it owes that one's stage commit too.
+    let interrupted = run.interrupted_runs()?;
+    if interrupted.is_empty() {
         return Ok(());
-    };
+    }
     // An agent's file write killed between its temp file and the rename leaves the temp file
     // beside its target, anywhere in the tree (commits leave such files out).
     let ws = run.workspace();
@@ -158,13 +161,23 @@ pub async fn tidy(run: &RunCtx) -> Result<(), EngineError> {
     for path in snapshot.dirty().filter(|p| is_temp_file(p)) {
         let _ = std::fs::remove_file(ws.root().join(path));
     }
-    if !owned_by_a_step(run, &prev.id)? {
-        let message = recovered_stage(run, &prev.id)
-            .await?
-            .unwrap_or_else(|| format!("sprint: work of interrupted run {}", prev.id));
-        // A failure is the run's to report: it does not end `completed`.
-        let _ = run.commit("-", message).await;
+    let Some((prev, older)) = interrupted.split_last() else {
+        return Ok(());
+    };
+    // Work a step of the newest will redo stays as it is, with whatever is in the tree.
+    if owned_by_a_step(run, &prev.id)? {
+        return Ok(());
     }
+    // A failure is the run's to report: it does not end `completed`.
+    for older in older {
+        if let Some(message) = recovered_stage(run, &older.id).await? {
+            let _ = run.commit("-", message).await;
+        }
+    }
+    let message = recovered_stage(run, &prev.id)
+        .await?
+        .unwrap_or_else(|| format!("sprint: work of interrupted run {}", prev.id));
+    let _ = run.commit("-", message).await;
     Ok(())
 }
 
