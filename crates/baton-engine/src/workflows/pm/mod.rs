@@ -13,7 +13,9 @@
 //! approval, green checks) is met.
 
 pub mod effects;
+pub mod explain;
 pub mod facts;
+pub mod pass;
 pub mod seats;
 pub mod turn;
 
@@ -52,6 +54,8 @@ pub struct Pipeline {
     pub run_link: Option<(String, String)>,
     /// The Project (v2) whose field mirrors the phase: (owner, number, field).
     pub project: Option<(String, u64, String)>,
+    /// The repository, `OWNER/NAME` (for messages).
+    pub repo: String,
 }
 
 impl Pipeline {
@@ -146,6 +150,9 @@ pub struct PassReport {
     pub notes: Vec<String>,
     /// Why the pass stopped early.
     pub error: Option<String>,
+    /// Whether running the pass again, unchanged, can get past the error (GitHub's server, the
+    /// network, a rate limit); not for a wrong repository, a bad token or a missing permission.
+    pub retry: bool,
 }
 
 /// One pass of the Product Manager.
@@ -178,8 +185,10 @@ impl Workflow for PmPass {
             report.error = Some(e.to_string());
             return report;
         }
-        if let Err(e) = effects::pass(&self, &run, &mut report).await {
-            report.error = Some(baton_core::secrets::redact(&e.to_string()).into_owned());
+        if let Err(e) = pass::pass(&self, &run, &mut report).await {
+            report.retry = explain::transient(&e);
+            let text = explain::explain(&e, &self.pipeline.repo);
+            report.error = Some(baton_core::secrets::redact(&text).into_owned());
         }
         let _ = match &report.error {
             None => run.end("completed", &format!("{} issues", report.issues.len())),
