@@ -17,6 +17,10 @@
 //! ([`FakeGitHub::calls`]). With [`FakeGitHub::protect_base`] a pull request is `blocked`
 //! until its approvals and required checks are in; auto-merge is refused for one that could
 //! merge at once (`clean`), as GitHub refuses it, and merges it as soon as it turns `clean`.
+//! A merge into the default branch closes the issues the pull request's body or commits (read
+//! from the attached git repository) name with a closing keyword, leaving their labels on, as
+//! GitHub does. [`FakeGitHub::hold_request`] stalls one request until it is released, so a test
+//! can run one client whole while another waits at any step.
 //! The clock is its own: it starts at 2026-01-05T09:00:00Z, moves one
 //! second with each write and jumps with [`FakeGitHub::advance`], so timestamps are
 //! reproducible.

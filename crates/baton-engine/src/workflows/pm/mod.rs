@@ -3,8 +3,12 @@
 //! [`baton_core::pipeline::decide::decide`], then effects), and [`turn::PmTurn`], a
 //! specialist's turn on one issue.
 //!
-//! A pass, per issue: lock it ([`seats::lock`]), read it ([`facts::read`]), decide, carry the
-//! actions out ([`effects`]), write the status comment, unlock. Every effect is journaled under
+//! A pass ([`pass`]) lists the open issues and the closed ones still in the pipeline (GitHub
+//! closes an issue when a pull request naming it merges), then per issue: lock it
+//! ([`seats::lock`]), read it afresh ([`facts::read`]: labels, state, seats, comments, pull
+//! request, checks, all after the lock), decide, carry the actions out ([`effects`]), write the
+//! status comment, unlock. A failure is explained with the repository and the permission it
+//! lacks ([`explain`]), and says whether running again can help. Every effect is journaled under
 //! the issue's unit (`gh:#N`) with an idempotency key before it is sent, and carries a hidden
 //! marker or is idempotent on GitHub, so a pass killed between an effect and its record finds
 //! it on the rerun instead of repeating it. Implementation seats are git references taken by
