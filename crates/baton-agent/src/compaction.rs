@@ -19,7 +19,10 @@
 //! - **every call stays answered**: only a result's text is replaced; the call and its result
 //!   message stay where they were;
 //! - **short results stay**: writes, edits, escalations and status moves, and any result under
-//!   [`MIN_COMPACT_BYTES`], are left as they are.
+//!   [`MIN_COMPACT_BYTES`], are left as they are;
+//! - **what the model wrote goes too**: the long text arguments of old `write_file` and
+//!   `edit_file` calls count toward the threshold and become markers in the same batch
+//!   ([`written`]); the call keeps its id, name and path.
 //!
 //! The transcript is written as each result arrives, before any compaction, so it keeps every
 //! full result; the runner records each batch there and the totals in the outcome.
@@ -27,8 +30,10 @@
 use baton_llm::{Message, ToolCall};
 use serde::Serialize;
 
+pub mod written;
+
 /// Compact once the old results sent in full exceed this many bytes, unless configured.
-pub const DEFAULT_AFTER_BYTES: u64 = 32 * 1024;
+pub const DEFAULT_AFTER_BYTES: u64 = 16 * 1024;
 /// The results of this many latest assistant turns are never compacted, by default.
 pub const DEFAULT_KEEP_TURNS: usize = 3;
 /// The fewest latest turns whose results are kept: the latest, and the one the agent acts on.
@@ -118,6 +123,10 @@ pub struct Stubbed {
     pub tool: String,
     /// The turn whose call it answers, from 1.
     pub turn: u32,
+    /// The call's argument replaced, when what was compacted is text the model wrote (the
+    /// call's own argument), not a result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub argument: Option<String>,
     /// The full result's size, in bytes.
     pub bytes: u64,
     /// What is sent instead.
@@ -190,12 +199,20 @@ impl Compactor {
         let mut turn = self.frozen_turns;
         let mut calls: &[ToolCall] = &[];
         let mut found = Vec::new();
+        let mut args = Vec::new();
         let mut full = 0u64;
         for (i, message) in messages.iter().enumerate().take(boundary).skip(self.frozen) {
             match message {
                 Message::Assistant { tool_calls, .. } => {
                     turn += 1;
                     calls = tool_calls;
+                    for (k, call) in tool_calls.iter().enumerate() {
+                        let long = written::compactable(call, turn, MIN_COMPACT_BYTES);
+                        if !long.is_empty() {
+                            full += long.iter().map(|w| w.bytes).sum::<u64>();
+                            args.push((i, k, turn, long));
+                        }
+                    }
                 }
                 Message::ToolResult {
                     call_id,
@@ -216,7 +233,22 @@ impl Compactor {
         if full <= limit {
             return None;
         }
-        let mut results = Vec::with_capacity(found.len());
+        let mut results = Vec::with_capacity(found.len() + args.len());
+        for (i, k, turn, long) in args {
+            if let Some(Message::Assistant { tool_calls, .. }) = messages.get_mut(i)
+                && let Some(call) = tool_calls.get_mut(k)
+            {
+                written::apply(call, &long);
+                results.extend(long.into_iter().map(|w| Stubbed {
+                    id: call.id.clone(),
+                    tool: call.name.clone(),
+                    turn,
+                    argument: Some(w.argument.to_owned()),
+                    bytes: w.bytes,
+                    stub: w.marker,
+                }));
+            }
+        }
         for (i, turn, stub) in found {
             if let Some(Message::ToolResult {
                 call_id,
@@ -231,11 +263,13 @@ impl Compactor {
                     id: call_id.clone(),
                     tool: name.clone(),
                     turn,
+                    argument: None,
                     bytes,
                     stub,
                 });
             }
         }
+        results.sort_by_key(|r| r.turn);
         self.frozen = boundary;
         self.frozen_turns = turn;
         let batch = Batch {

@@ -112,7 +112,7 @@ pub enum Command {
     #[command(after_help = "Examples:\n  baton escalations\n  baton escalations --all --json")]
     Escalations(EscalationsArgs),
 
-    /// Answer an escalation; the next `baton sprint` acts on it.
+    /// Answer an escalation; the workflow that raised it acts on it when it runs next.
     #[command(
         after_help = "Examples:\n  baton answer 3 1                   # the first option\n  \
         baton answer 3 \"another fix round\"\n  \
@@ -222,8 +222,9 @@ pub enum Command {
     /// Generate or refresh sprint-status.yaml from the epics, never lowering a status.
     #[command(
         name = "sprint-plan",
-        after_help = "Examples:\n  baton sprint-plan\n  baton sprint-plan --json\n\n\
-        New stories are appended as backlog in epic order; existing entries, comments and \
+        after_help = "Examples:\n  baton sprint-plan\n  baton sprint-plan --json\n  \
+        baton sprint-plan --epics sharded\n\n\
+        Every epics document of the planning folder is read. New stories are appended as backlog in epic order; existing entries, comments and \
         statuses are kept; keys the epics no longer name are reported, not dropped."
     )]
     SprintPlan(crate::plan_args::SprintPlanArgs),
@@ -766,6 +767,10 @@ pub struct BmadSkillsArgs {
     /// As JSON.
     #[arg(long)]
     pub json: bool,
+    /// As the markdown tables of docs/bmad.md: each tool target BMad's installer offers, and
+    /// each installed skill with how it runs.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
 }
 
 /// `baton bmad queue`.

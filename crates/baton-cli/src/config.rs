@@ -24,15 +24,28 @@ pub fn load_quietly(root: &Path) -> Result<Config, ConfigError> {
     Ok(cfg)
 }
 
-/// Registers the value of every API key variable the configuration names (providers' and the
-/// coding-agent CLIs'), so that no transcript, stream file, journal record or event shows it.
+/// Registers every secret the configuration holds with the one mask
+/// ([`baton_core::secrets`]): the value of every API key variable it names (providers', the
+/// coding-agent CLIs', the GitHub token variables) and the credentials written into the
+/// providers' and CLIs' `base_url`s, so that no terminal line, `--json` output, transcript,
+/// stream file, journal record, event or board page shows them.
 fn register_secrets(cfg: &Config) {
-    let names = cfg
+    let vars = cfg
         .providers
         .values()
         .filter_map(|p| p.api_key_env.clone())
-        .chain(cfg.cli.values().filter_map(|c| c.api_key_env.clone()));
-    baton_core::secrets::register(names.filter_map(|n| std::env::var(n).ok()));
+        .chain(cfg.cli.values().filter_map(|c| c.api_key_env.clone()))
+        .chain(baton_config::resolve::GITHUB_TOKENS.map(str::to_owned));
+    let mut values: Vec<String> = vars.filter_map(|n| std::env::var(n).ok()).collect();
+    let urls = cfg
+        .providers
+        .values()
+        .filter_map(|p| p.base_url.as_deref())
+        .chain(cfg.cli.values().filter_map(|c| c.base_url.as_deref()));
+    for url in urls {
+        values.extend(baton_core::secrets::in_url(url));
+    }
+    baton_core::secrets::register(values);
 }
 
 fn warn_once(warning: &str) {

@@ -6,6 +6,32 @@
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+// One mask for every line the binary prints: these shadow the standard printing macros in every
+// module below, so each terminal line and each `--json` document passes through
+// [`baton_core::secrets::redact`] (the configured keys, tokens in URLs, header values).
+macro_rules! println {
+    () => { ::std::println!() };
+    ($($arg:tt)*) => {
+        ::std::println!("{}", ::baton_core::secrets::redact(&::std::format!($($arg)*)))
+    };
+}
+macro_rules! print {
+    ($($arg:tt)*) => {
+        ::std::print!("{}", ::baton_core::secrets::redact(&::std::format!($($arg)*)))
+    };
+}
+macro_rules! eprintln {
+    () => { ::std::eprintln!() };
+    ($($arg:tt)*) => {
+        ::std::eprintln!("{}", ::baton_core::secrets::redact(&::std::format!($($arg)*)))
+    };
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => {
+        ::std::eprint!("{}", ::baton_core::secrets::redact(&::std::format!($($arg)*)))
+    };
+}
+
 mod cli;
 mod cli_workers;
 mod commands;

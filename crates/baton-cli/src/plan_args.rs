@@ -37,6 +37,10 @@ pub struct CheckArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Which version of an epics document that exists both whole (`epics.md`) and sharded
+    /// (`epics/`) is current.
+    #[arg(long, value_name = "VERSION", value_parser = ["whole", "sharded"])]
+    pub epics: Option<String>,
 }
 
 /// `baton sprint-plan`.
@@ -45,4 +49,8 @@ pub struct SprintPlanArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Which version of an epics document that exists both whole (`epics.md`) and sharded
+    /// (`epics/`) is current.
+    #[arg(long, value_name = "VERSION", value_parser = ["whole", "sharded"])]
+    pub epics: Option<String>,
 }

@@ -199,6 +199,20 @@ pub fn print_event(event: &Event) {
             };
             eprintln!("[{key}] {line}");
         }
+        // A workflow's own progress (a team task, a BMad turn, menu, party or end, a PM effect,
+        // seat or turn) and an answer are for `--json`, the journal and the board: the lines
+        // above (the agents', the escalation's, the report) already tell a terminal.
+        EventBody::EscalationAnswered { .. }
+        | EventBody::TeamTaskStarted { .. }
+        | EventBody::TeamTaskFinished { .. }
+        | EventBody::BmadTurn { .. }
+        | EventBody::BmadMenuAnswered { .. }
+        | EventBody::BmadParty { .. }
+        | EventBody::BmadSessionEnded { .. }
+        | EventBody::PmEffectApplied { .. }
+        | EventBody::PmSeatTaken { .. }
+        | EventBody::PmSeatReleased { .. }
+        | EventBody::PmTurn { .. } => {}
     }
 }
 

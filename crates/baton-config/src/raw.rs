@@ -209,7 +209,7 @@ pub struct RawAgents {
     /// provider's `max_tokens` lowers it).
     pub max_tokens: Option<u32>,
     /// Replace old tool results by stubs once those still sent in full exceed this many bytes
-    /// (default 32768); `0` or `"off"`: never.
+    /// (default 16384); `0` or `"off"`: never.
     pub compact_after_bytes: Option<CompactAfter>,
     /// `[agents.overrides.NAME]`: settings of one agent.
     #[serde(default)]

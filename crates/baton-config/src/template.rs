@@ -54,7 +54,7 @@ pub const TEMPLATE: &str = r#"# baton configuration. Every setting is optional. 
 # max_tokens = 8192
 # Old tool results become short stubs (what they were, how to get them again) once those still
 # sent in full pass this many bytes; 0 or "off": never. See docs/agents.md, "Context".
-# compact_after_bytes = 32768
+# compact_after_bytes = 16384
 # [agents.overrides.dev]
 # max_tokens = 16384
 

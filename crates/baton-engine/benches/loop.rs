@@ -756,6 +756,8 @@ fn child(variant: &str) {
                 sprint_rec.lock().unwrap().sprint(&e);
             }
         });
+        // The session journals a run's beginning; the bench drives the workflow itself.
+        run.begin().unwrap();
         let report = Workflow::run(engine, run).await;
         let _ = drain.await;
         report

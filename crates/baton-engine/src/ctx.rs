@@ -588,6 +588,9 @@ impl StoryCtx {
                 to,
             });
         }
+        if m.commit.is_some() && crate::failpoint::after_move(&self.run.run) {
+            return Ok(());
+        }
         if let Some(what) = &m.commit {
             self.commit(what).await?;
         }

@@ -9,13 +9,16 @@
 //! decision → effect: a story's facts come from the sprint file, the story file and the journal
 //! ([`ctx`]); [`baton_core::story::decide`] picks the next move; the driver ([`story`]) carries it
 //! out through a stage ([`stages`]) or a transition, and the result is journaled as a new fact.
-//! Front ends start a workflow with [`session::start`] and talk to it through [`protocol`]. The
+//! Front ends start a workflow with [`session::start`] and talk to it through [`protocol`] (the
+//! `baton-protocol` crate); an answer given outside a run goes through [`answer`]. The
 //! engine decides; it never talks HTTP or parses YAML itself.
 
+pub mod answer;
 pub mod checks;
 pub mod clock;
 pub mod ctx;
 pub mod error;
+pub mod failpoint;
 pub mod feedback;
 pub mod group_commit;
 pub mod memory;

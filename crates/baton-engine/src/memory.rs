@@ -152,6 +152,28 @@ impl Memory {
         self.with_store(|s| s.remember(draft, now))
     }
 
+    /// [`Memory::learn`] once per `origin` (what the draft was read from, such as a memlog
+    /// entry's file and content): `None`, with nothing stored or sent, when that origin was
+    /// learned before.
+    pub fn learn_once(
+        &self,
+        mut draft: Draft,
+        origin: &str,
+        now: i64,
+    ) -> Result<Option<Curated>, MemoryError> {
+        if let std::borrow::Cow::Owned(masked) = baton_core::secrets::redact(&draft.text) {
+            draft.text = masked;
+        }
+        let curated = self.with_store(|s| s.remember_once(draft.clone(), origin, now))?;
+        if curated.is_some()
+            && let Some(ext) = &self.external
+            && let Ok(mut ext) = ext.lock()
+        {
+            ext.write(&draft, now.saturating_mul(1000))?;
+        }
+        Ok(curated)
+    }
+
     /// Settles a review of `unit`: the findings of its previous review that this one no longer
     /// reports were resolved by the fix round between them, and each becomes a problem–solution
     /// memory for its file. Returns how many were learned.
@@ -163,7 +185,11 @@ impl Memory {
     ) -> Result<usize, MemoryError> {
         let resolved = self.with_store(|s| s.settle_findings(unit, findings))?;
         let mut learned = 0;
-        for f in &resolved {
+        // A finding the new review words differently is still there: nothing was resolved.
+        let resolved = resolved
+            .iter()
+            .filter(|f| !findings.iter().any(|now| sources::reworded(f, now)));
+        for f in resolved {
             if let Some(d) = sources::finding_draft(f, unit) {
                 self.learn(d, now)?;
                 learned += 1;
@@ -304,5 +330,46 @@ mod tests {
             m.external_health(101),
             Some(Ok(Health::Degraded { queued: 100, .. }))
         ));
+    }
+
+    #[test]
+    fn a_finding_the_next_review_only_rewords_is_not_learned_as_resolved() {
+        let m = memory(300);
+        let low = |line: u32, issue: &str| Finding {
+            severity: Severity::Low,
+            file: "src/db.rs".into(),
+            line: Some(line),
+            issue: issue.into(),
+            suggestion: Some("rename it".into()),
+        };
+        m.review_settled(
+            "1-1-a",
+            &[low(12, "The variable name `tmp` is unclear")],
+            10,
+        )
+        .unwrap();
+        let reworded = [low(12, "Rename `tmp` so it says what it holds")];
+        assert_eq!(m.review_settled("1-1-a", &reworded, 20).unwrap(), 0);
+        assert_eq!(m.review_settled("1-1-a", &reworded, 25).unwrap(), 0);
+        // Gone for real in the round after: now it was resolved.
+        assert_eq!(m.review_settled("1-1-a", &[], 30).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_memlog_entry_is_learned_once() {
+        let m = memory(300);
+        let d = Draft::new(Kind::Decision, Source::Memlog, "lead with one account");
+        assert!(
+            m.learn_once(d.clone(), "memlog|x|decision|lead", 1)
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            m.learn_once(d, "memlog|x|decision|lead", 2)
+                .unwrap()
+                .is_none()
+        );
+        let all = m.with_store(|s| s.list(&Default::default())).unwrap();
+        assert_eq!((all.len(), all[0].strength), (1, 1));
     }
 }

@@ -24,24 +24,31 @@
     return body && body.agent ? body.agent : null;
   }
 
-  // Refreshes the element `id` from a fresh copy of this page (a change the events do not carry).
+  // Refreshes the elements named by `id` (one or more calls within 400 ms) from one fresh copy of
+  // this page: a change the events do not carry in full.
   var refreshTimer = null;
+  var pending = {};
   function refresh(id) {
+    pending[id] = true;
     if (refreshTimer) { return; }
     refreshTimer = setTimeout(function () {
       refreshTimer = null;
+      var ids = Object.keys(pending);
+      pending = {};
       fetch(location.pathname, { headers: { Accept: "text/html" }, credentials: "same-origin" })
         .then(function (r) { return r.ok ? r.text() : null; })
         .then(function (html) {
           if (!html) { return; }
-          var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(id);
-          var old = document.getElementById(id);
-          if (!fresh || !old) { return; }
+          var doc = new DOMParser().parseFromString(html, "text/html");
           var focused = document.activeElement && document.activeElement.id;
-          old.replaceWith(fresh);
+          ids.forEach(function (one) {
+            var fresh = doc.getElementById(one);
+            var old = document.getElementById(one);
+            if (fresh && old) { old.replaceWith(fresh); }
+          });
           if (focused) {
             var again = document.getElementById(focused);
-            if (again) { again.focus(); }
+            if (again && again !== document.activeElement) { again.focus(); }
           }
         })
         .catch(function () {});
@@ -101,6 +108,30 @@
     }
   }
 
+  // An answer, from any front end: the story's badge goes, and the summary (the open
+  // escalations, the budget) is read again.
+  function unmarkEscalated(key, id) {
+    var card = key && document.getElementById("story-" + key);
+    var badge = card && card.querySelector('.badge.esc[href$="#escalation-' + id + '"]');
+    if (badge) {
+      badge.remove();
+      if (!card.querySelector(".badge.esc")) { card.classList.remove("escalated"); }
+      var count = document.getElementById("open-escalations");
+      if (count) {
+        var n = Math.max(0, (parseInt(count.textContent, 10) || 0) - 1);
+        count.textContent = n + " open escalation" + (n === 1 ? "" : "s");
+      }
+    }
+    say("escalation #" + id + " answered");
+  }
+
+  // The budget counts the newest run: usage of that run adds up here, usage of another (a newer
+  // run) means the page's budget is another run's, read again.
+  function budgetRun() {
+    var box = document.querySelector(".budget[data-run]");
+    return box ? box.dataset.run : null;
+  }
+
   // The story page: its transcript grows.
   function appendLine(d, text) {
     var list = document.getElementById("transcript");
@@ -135,6 +166,7 @@
       case "tests": return "tests " + (b.passed ? "passed" : "failed");
       case "commit": return "commit " + b.message;
       case "escalation": return "escalation #" + b.escalation.id + ": " + b.escalation.title;
+      case "escalation_answered": return "escalation #" + b.escalation.id + " answered: " + b.escalation.answer;
       case "budget_warning": return "budget: " + b.message;
       case "story_finished": return "finished as " + b.status;
       case "merge": return "merge: " + b.phase + " " + (b.detail || "");
@@ -203,7 +235,6 @@
         (Number(k[0]) + (b.cache_read_tokens || 0)) + " / " + (Number(k[1]) + (b.cache_write_tokens || 0));
       var c = Number(row.querySelector(".cost").textContent.slice(1)) + Number(b.cost_usd);
       row.querySelector(".cost").textContent = "$" + c.toFixed(4);
-      addSpend(Number(b.cost_usd));
     }
     if (b.event === "agent_finished") {
       row.querySelector(".state").textContent = b.status;
@@ -241,13 +272,22 @@
     if (page === "board") {
       if (b.event === "transition") { lastMove = Date.now(); moveStory(b.key, b.to); }
       if (b.event === "escalation" && b.escalation) { markEscalated(b.escalation.key, b.escalation.id); }
+      if (b.event === "escalation_answered" && b.escalation) {
+        unmarkEscalated(b.escalation.key, b.escalation.id);
+        refresh("summary");
+      }
       if (b.event === "merge") { refresh("lanes"); }
+    }
+    if ((page === "board" || page === "runs") && b.event === "usage") {
+      if (budgetRun() === d.run) { addSpend(Number(b.cost_usd)); } else { refresh(page === "board" ? "summary" : "main"); }
     }
     if (page === "runs") {
       onAgentEvent(d);
       if (b.event === "run_started") { refresh("main"); }
     }
-    if (page === "escalations" && b.event === "escalation") { refresh("open"); }
+    if (page === "escalations" && (b.event === "escalation" || b.event === "escalation_answered")) {
+      refresh("open");
+    }
     var storyKey = body.dataset.key;
     if (storyKey && key === storyKey) {
       var text = lineOf(b);
@@ -261,7 +301,7 @@
 
   var names = ["run_started", "notice", "stage", "transition", "tests", "commit", "commit_failed",
     "escalation", "story_finished", "agent_started", "turn", "tool_call", "refused", "usage",
-    "budget_warning", "agent_finished", "merge", "op_rejected", "message"];
+    "budget_warning", "agent_finished", "merge", "op_rejected", "escalation_answered", "message"];
   var source = new EventSource("/events?after=" + encodeURIComponent(body.dataset.seq || "0"));
   names.forEach(function (n) { source.addEventListener(n, onEvent); });
   source.addEventListener("board", function () {

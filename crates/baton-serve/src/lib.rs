@@ -6,8 +6,10 @@
 //! another process drives, and a finished one, the same way; a browser that reconnects with
 //! `Last-Event-ID` catches up from the journal. Pages are rendered on the server ([`render`]) with
 //! one small embedded script for the live parts, and every page answers with its JSON twin under
-//! `Accept: application/json` ([`pages`]). Nothing here writes anything but a human's answer to an
-//! escalation, and that goes through the binary's own `baton answer` code ([`Host::answer`]).
+//! `Accept: application/json` ([`pages`]). Stored events are read as the typed events of
+//! `baton-protocol` ([`views::typed`]), never by field name. Nothing here writes anything but a
+//! human's answer to an escalation, and that goes through `baton answer`'s own code
+//! ([`Host::answer`]), which writes the answer's event to the log every open board follows.
 //! Access rules (loopback, the token, CSRF, origins, read-only) live in [`security`].
 //!
 //! The binary wires it: it resolves the configuration into a [`Project`], implements [`Host`] over
@@ -267,4 +269,76 @@ pub async fn serve(
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    /// Where, in code that is not a test, the board would read JSON by field name: indexing
+    /// with a string (`body["input_tokens"]`) or holding an untyped JSON value at all.
+    fn untyped_reads(code: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        for (n, line) in code.lines().enumerate() {
+            let bytes = line.as_bytes();
+            let indexed = bytes.windows(2).enumerate().any(|(i, w)| {
+                w == b"[\"" && i > 0 && {
+                    let before = bytes[i - 1];
+                    before.is_ascii_alphanumeric() || matches!(before, b'_' | b')' | b']')
+                }
+            });
+            let untyped = [
+                "serde_json::Value",
+                "serde_json::Map",
+                "Value>(",
+                "as_object()",
+            ]
+            .iter()
+            .any(|t| line.contains(t));
+            if indexed || untyped {
+                found.push(format!("{}: {}", n + 1, line.trim()));
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn the_detector_finds_reads_by_field_name() {
+        assert_eq!(
+            untyped_reads("let n = body[\"input_tokens\"].as_u64();").len(),
+            1
+        );
+        assert_eq!(untyped_reads("let v: serde_json::Value = x;").len(), 1);
+        assert_eq!(untyped_reads("x = f(a)[\"k\"];").len(), 1);
+        assert!(untyped_reads("let ok = [\"127.0.0.1\", \"localhost\"];").is_empty());
+    }
+
+    /// The board reads events only as the protocol's types: no file of it, outside its tests,
+    /// reads JSON by field name, so a renamed event field breaks its build, not its pages.
+    #[test]
+    fn the_board_reads_no_event_field_by_name() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut dirs = vec![src];
+        let mut offenders = Vec::new();
+        let mut files = 0;
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|e| e != "rs") {
+                    continue;
+                }
+                files += 1;
+                let text = std::fs::read_to_string(&path).unwrap();
+                // Tests may inspect what the board sends as plain JSON.
+                let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+                for hit in untyped_reads(code) {
+                    offenders.push(format!("{}:{hit}", path.display()));
+                }
+            }
+        }
+        assert!(files >= 10, "only {files} source files found");
+        assert!(offenders.is_empty(), "{offenders:#?}");
+    }
 }

@@ -12,6 +12,19 @@ use axum::response::{Html, IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
+/// `value` as a JSON answer, through the one mask every front end prints through
+/// ([`baton_core::secrets::redact`]).
+fn masked_json<T: Serialize>(value: &T) -> Response {
+    match serde_json::to_string(value) {
+        Ok(text) => (
+            [(header::CONTENT_TYPE, "application/json")],
+            baton_core::secrets::redact(&text).into_owned(),
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
 /// Whether the client asked for JSON.
 pub fn wants_json(headers: &HeaderMap) -> bool {
     headers
@@ -114,7 +127,7 @@ fn respond<T: Serialize>(
         }
     };
     if wants_json(headers) {
-        return Json(view).into_response();
+        return masked_json(&view);
     }
     match page(state, template, nav, title, seq, &view, notice) {
         Ok(html) => {
@@ -386,7 +399,7 @@ pub async fn answer(
     .await
     .unwrap_or_else(|e| Err(AnswerRefused::Failed(e.to_string())));
     match result {
-        Ok(answered) if wants_json(&headers) => Json(answered).into_response(),
+        Ok(answered) if wants_json(&headers) => masked_json(&answered),
         Ok(answered) => {
             let mut r = (StatusCode::SEE_OTHER, "").into_response();
             if let Ok(v) = HeaderValue::from_str(&format!("/escalations?answered={}", answered.id))

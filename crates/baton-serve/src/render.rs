@@ -62,11 +62,14 @@ impl Renderer {
         Ok(Renderer { env })
     }
 
-    /// Renders template `name` with `ctx`.
+    /// Renders template `name` with `ctx`, through the one mask every front end prints
+    /// through ([`baton_core::secrets::redact`]).
     pub fn render<T: Serialize>(&self, name: &str, ctx: &T) -> Result<String, minijinja::Error> {
-        self.env
+        let html = self
+            .env
             .get_template(name)?
-            .render(minijinja::value::Serde(ctx))
+            .render(minijinja::value::Serde(ctx))?;
+        Ok(baton_core::secrets::redact(&html).into_owned())
     }
 }
 

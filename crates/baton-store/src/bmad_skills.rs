@@ -1,8 +1,14 @@
 //! The BMad skills installed in a project, as BMad's installer leaves them: the manifest
 //! `_bmad/_config/skill-manifest.csv` (id, name, description, module, source path) names them,
-//! and the files live where the installer put them for the coding tool (`.claude/skills/<name>/`,
-//! with `SKILL.md`, `references/`, `assets/`), or at the manifest's path. A skill with
-//! `references/headless.md` or `assets/headless-schemas.md` has a headless mode.
+//! and the files live where the installer put them for the project's tool targets
+//! ([`crate::bmad_targets`]: `.claude/skills/<name>/`, `.agents/skills/<name>/`, … with
+//! `SKILL.md`, `references/`, `assets/`), or at the manifest's path (BMad before 6.12).
+//!
+//! A skill has a headless mode when its files declare one ([`Declared`]): a headless protocol
+//! (`references/headless.md`), the schemas of its JSON status (`assets/headless-schemas.md`), or
+//! in its `SKILL.md` a `## Headless Mode` section, a `-H`/`--headless` argument, or a headless
+//! run told to end with JSON. Persona agents (`bmad-agent-*`, party members) and BMad's helpers
+//! (`bmad-help`, `bmad-customize`) are installed skills but not work to run ([`Kind`]).
 //!
 //! Paths come from files a cloned repository ships, so every one is checked to stay inside the
 //! project: a manifest row pointing elsewhere is refused with its line. [`config`] reads the
@@ -18,7 +24,115 @@ pub const CLAUDE_SKILLS: &str = ".claude/skills";
 
 /// The files that declare a skill's headless mode, the first found wins: its protocol, or the
 /// schemas of the JSON status it ends with.
-const HEADLESS: [&str; 2] = ["references/headless.md", "assets/headless-schemas.md"];
+const HEADLESS: [(&str, Declared); 2] = [
+    ("references/headless.md", Declared::Protocol),
+    ("assets/headless-schemas.md", Declared::Schemas),
+];
+
+/// How a skill declares its headless mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Declared {
+    /// `references/headless.md`, its headless protocol.
+    Protocol,
+    /// `assets/headless-schemas.md`, the schemas of its JSON status.
+    Schemas,
+    /// A `## Headless Mode` section of its `SKILL.md`.
+    Section,
+    /// A `-H` / `--headless` argument its `SKILL.md` accepts.
+    Flag,
+    /// Its `SKILL.md` tells a headless run to end with a JSON status.
+    JsonEnding,
+}
+
+impl Declared {
+    /// How it reads in a listing.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Declared::Protocol => "references/headless.md",
+            Declared::Schemas => "assets/headless-schemas.md",
+            Declared::Section => "## Headless Mode",
+            Declared::Flag => "-H / --headless",
+            Declared::JsonEnding => "headless JSON ending",
+        }
+    }
+}
+
+/// What an installed skill is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// Work a session runs (`bmad-prd`, `bmad-create-epics-and-stories`).
+    Work,
+    /// A persona agent (`bmad-agent-*`): a member of a party.
+    Persona,
+    /// One of BMad's helpers about BMad itself (`bmad-help`, `bmad-customize`).
+    Helper,
+}
+
+/// BMad's helpers: about BMad itself, not work on the project.
+const HELPERS: [&str; 2] = ["bmad-help", "bmad-customize"];
+
+/// What `name` is for.
+pub fn kind_of(name: &str) -> Kind {
+    if name.starts_with("bmad-agent-") {
+        Kind::Persona
+    } else if HELPERS.contains(&name) {
+        Kind::Helper
+    } else {
+        Kind::Work
+    }
+}
+
+/// Whether `line` holds `token` as a word of its own (`-H`, `` `--headless` ``, `-H/--headless`).
+fn has_token(line: &str, token: &str) -> bool {
+    let apart = |c: Option<char>| c.is_none_or(|c| c.is_whitespace() || "`()/,.:;'\"".contains(c));
+    line.match_indices(token).any(|(at, _)| {
+        apart(line[..at].chars().next_back()) && apart(line[at + token.len()..].chars().next())
+    })
+}
+
+/// The phrases telling a headless run to end with its JSON status.
+const JSON_ENDINGS: [&str; 6] = [
+    "end with json",
+    "end with a json",
+    "end with the json",
+    "ends with a json",
+    "return json",
+    "respond with json",
+];
+
+/// How the `SKILL.md` text `text` declares a headless mode, if it does. Text in code fences
+/// does not count.
+pub fn declared_in(text: &str) -> Option<Declared> {
+    let mut fence = false;
+    let mut found = None;
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with("```") {
+            fence = !fence;
+            continue;
+        }
+        if fence {
+            continue;
+        }
+        let heading = t.trim_start_matches('#');
+        if t.starts_with("##") && heading.trim().to_lowercase().starts_with("headless") {
+            return Some(Declared::Section);
+        }
+        if found.is_none() && (has_token(line, "-H") || has_token(line, "--headless")) {
+            found = Some(Declared::Flag);
+        }
+        let lower = line.to_lowercase();
+        if found.is_none()
+            && let Some(at) = lower.find("headless")
+            && JSON_ENDINGS.iter().any(|e| lower[at..].contains(e))
+        {
+            found = Some(Declared::JsonEnding);
+        }
+    }
+    found
+}
 
 /// An installed skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,9 +145,15 @@ pub struct Skill {
     pub module: String,
     /// Its `SKILL.md`.
     pub instructions: PathBuf,
-    /// Its `references/headless.md` (or, without one, `assets/headless-schemas.md`), when it has
-    /// a headless mode.
+    /// The file that declares its headless mode, when it has one: `references/headless.md`,
+    /// else `assets/headless-schemas.md`, else its `SKILL.md`.
     pub headless: Option<PathBuf>,
+    /// How the headless mode is declared.
+    pub declared: Option<Declared>,
+    /// What it is for.
+    pub kind: Kind,
+    /// The skills folder it was found in (`.agents/skills`), or its manifest path's folder.
+    pub found_in: String,
 }
 
 impl Skill {
@@ -132,6 +252,7 @@ fn plain(name: &str) -> bool {
 
 /// Every skill installed in `root`, by name.
 pub fn list(root: &Path) -> Result<Vec<Skill>, SkillError> {
+    let dirs = crate::bmad_targets::skill_dirs(root);
     let mut out: Vec<Skill> = Vec::new();
     if let Ok(text) = std::fs::read_to_string(root.join(MANIFEST)) {
         let mut lines = text.lines().enumerate();
@@ -163,24 +284,48 @@ pub fn list(root: &Path) -> Result<Vec<Skill>, SkillError> {
             if !path.is_empty() && !inside(&path) {
                 return Err(SkillError::Escapes { line: i + 1, path });
             }
-            let installed = root.join(CLAUDE_SKILLS).join(&name).join("SKILL.md");
-            let instructions = if installed.is_file() {
-                installed
-            } else if !path.is_empty() && root.join(&path).is_file() {
-                root.join(&path)
-            } else {
-                continue;
+            let installed = dirs
+                .iter()
+                .map(|d| (*d, root.join(d).join(&name).join("SKILL.md")))
+                .find(|(_, p)| p.is_file());
+            let (found_in, instructions) = match installed {
+                Some((d, p)) => (d.to_owned(), p),
+                None if !path.is_empty() && root.join(&path).is_file() => {
+                    let folder = Path::new(&path)
+                        .parent()
+                        .and_then(Path::parent)
+                        .map_or_else(String::new, |p| p.display().to_string());
+                    (folder, root.join(&path))
+                }
+                None => continue,
             };
-            out.push(skill(name, get(desc_col), get(module_col), instructions));
+            out.push(skill(
+                name,
+                get(desc_col),
+                get(module_col),
+                instructions,
+                found_in,
+            ));
         }
     }
-    // Skills installed for the tool without a manifest row (a hand-installed one).
-    if let Ok(dirs) = std::fs::read_dir(root.join(CLAUDE_SKILLS)) {
-        for d in dirs.flatten() {
+    // Skills installed for a tool without a manifest row (a hand-installed one).
+    for dir in &dirs {
+        let Ok(read) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        let mut found: Vec<_> = read.flatten().collect();
+        found.sort_by_key(std::fs::DirEntry::file_name);
+        for d in found {
             let name = d.file_name().to_string_lossy().into_owned();
             let instructions = d.path().join("SKILL.md");
             if plain(&name) && instructions.is_file() && !out.iter().any(|s| s.name == name) {
-                out.push(skill(name, String::new(), String::new(), instructions));
+                out.push(skill(
+                    name,
+                    String::new(),
+                    String::new(),
+                    instructions,
+                    (*dir).to_owned(),
+                ));
             }
         }
     }
@@ -188,16 +333,37 @@ pub fn list(root: &Path) -> Result<Vec<Skill>, SkillError> {
     Ok(out)
 }
 
-fn skill(name: String, description: String, module: String, instructions: PathBuf) -> Skill {
-    let headless = instructions
-        .parent()
-        .and_then(|d| HEADLESS.iter().map(|f| d.join(f)).find(|p| p.is_file()));
+fn skill(
+    name: String,
+    description: String,
+    module: String,
+    instructions: PathBuf,
+    found_in: String,
+) -> Skill {
+    let by_file = instructions.parent().and_then(|d| {
+        HEADLESS
+            .iter()
+            .map(|(f, how)| (d.join(f), *how))
+            .find(|(p, _)| p.is_file())
+    });
+    let (headless, declared) = match by_file {
+        Some((p, how)) => (Some(p), Some(how)),
+        None => {
+            let how = std::fs::read_to_string(&instructions)
+                .ok()
+                .and_then(|t| declared_in(&t));
+            (how.map(|_| instructions.clone()), how)
+        }
+    };
     Skill {
+        kind: kind_of(&name),
         name,
         description,
         module,
         instructions,
         headless,
+        declared,
+        found_in,
     }
 }
 
@@ -323,6 +489,38 @@ mod tests {
             err.to_string(),
             "no BMad skill `bmad-gone` is installed; installed: bmad-p, bmad-q, my-skill"
         );
+    }
+
+    #[test]
+    fn a_headless_mode_is_read_from_what_the_skill_md_declares() {
+        let table: [(&str, Option<Declared>); 8] = [
+            (
+                "# S\n\n## Headless Mode\n\nWhen invoked headless, do not ask.",
+                Some(Declared::Section),
+            ),
+            (
+                "**Args:** Accepts `--headless` / `-H` for a first draft.",
+                Some(Declared::Flag),
+            ),
+            (
+                "Interactive by default. With `-H`/`--headless`: skip every confirmation.",
+                Some(Declared::Flag),
+            ),
+            (
+                "Run headless without asking, and end with a JSON status object.",
+                Some(Declared::JsonEnding),
+            ),
+            ("Talk to the user. Use -Hard mode never.", None),
+            ("```\n## Headless Mode\n```\n", None),
+            ("The user may ask for a headless-looking layout.", None),
+            ("# Help\n\nAnswer questions about BMad.", None),
+        ];
+        for (text, want) in table {
+            assert_eq!(declared_in(text), want, "{text:?}");
+        }
+        assert_eq!(kind_of("bmad-agent-pm"), Kind::Persona);
+        assert_eq!(kind_of("bmad-help"), Kind::Helper);
+        assert_eq!(kind_of("bmad-prd"), Kind::Work);
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod atomic;
 pub mod bmad_checkpoint;
 pub mod bmad_queue;
 pub mod bmad_skills;
+pub mod bmad_targets;
 pub mod bounded;
 pub mod frontmatter;
 pub mod journal;

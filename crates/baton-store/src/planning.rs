@@ -5,6 +5,15 @@
 //! a quick spec (`tech-spec*.md`) and readiness reports (`implementation-readiness-report-*.md`).
 //! When several files match, the canonical name wins (`prd.md`), then the shortest name, so a
 //! `prd-validation-report.md` beside `prd.md` is never taken for the PRD.
+//!
+//! The epics are read as BMad's sprint planning reads them: every epics document of the folder
+//! (`epics.md`, `epic-*.md`, `epics-*.md`, … — every `*epic*.md` that is not a report or a
+//! retrospective — and every sharded `*epic*/` folder with an `index.md`), trusting content over
+//! the name: a document without one epic or story heading plans nothing and is left out. The
+//! canonical `epics.md` (or `epics/`) is read first, then the others by name. When a document
+//! exists both whole (`epics.md`) and sharded (`epics/`), which one is current is the person's
+//! call, as BMad's instructions say: [`EpicsVersion`] carries the answer, and without one the
+//! whole version is read and the pair reported in [`LoadedPlan::undecided`] for the caller to ask.
 
 use baton_core::plan::check::{Finding, check};
 use baton_core::plan::docs::{self, Architecture, Epics, Prd};
@@ -32,8 +41,61 @@ pub struct LoadedPlan {
     pub prd: Option<Prd>,
     /// The architecture's decisions.
     pub architecture: Option<Architecture>,
-    /// The epics.
+    /// The epics of every epics document read.
     pub epics: Option<Epics>,
+    /// Documents that exist both whole and sharded when nobody said which is current: the whole
+    /// version was read.
+    pub undecided: Vec<Twin>,
+}
+
+/// Which version of an epics document that exists both whole and sharded is current.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EpicsVersion {
+    /// Nobody said: the whole file is read and the pair reported.
+    #[default]
+    Undecided,
+    /// The whole file (`epics.md`).
+    Whole,
+    /// The sharded folder (`epics/`).
+    Sharded,
+}
+
+/// An epics document that exists both whole and sharded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Twin {
+    /// The whole file.
+    pub whole: PathBuf,
+    /// The sharded folder's index.
+    pub sharded: PathBuf,
+}
+
+/// One epics document found: a whole file or a sharded folder's `index.md`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EpicsSource {
+    /// A whole file.
+    Whole(PathBuf),
+    /// A sharded folder, by its `index.md`.
+    Sharded(PathBuf),
+}
+
+impl EpicsSource {
+    /// The file (whole) or index (sharded).
+    pub fn path(&self) -> &Path {
+        match self {
+            EpicsSource::Whole(p) | EpicsSource::Sharded(p) => p,
+        }
+    }
+
+    /// The document's name without `.md` (`epics` for `epics.md` and for `epics/index.md`).
+    fn stem(&self) -> String {
+        let named = match self {
+            EpicsSource::Whole(p) => p.file_stem(),
+            EpicsSource::Sharded(p) => p.parent().and_then(Path::file_name),
+        };
+        named
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
 }
 
 impl LoadedPlan {
@@ -59,11 +121,6 @@ fn read(path: &Path) -> Result<String, ReadError> {
             source,
         }
     })
-}
-
-/// Whether `path` is a sharded epics index (`…/epics/index.md`).
-fn is_sharded(path: &Path) -> bool {
-    path.file_name().is_some_and(|n| n == "index.md")
 }
 
 /// The shards beside a sharded index, in the order of the document they were cut from: first
@@ -123,8 +180,17 @@ fn index_links(text: &str) -> Vec<String> {
 }
 
 /// Finds and parses the planning documents in `dir`; paths in findings are shown relative to
-/// `root`.
+/// `root`. A document both whole and sharded is read whole and reported as undecided.
 pub fn load(dir: &Path, root: &Path) -> Result<LoadedPlan, ReadError> {
+    load_choosing(dir, root, EpicsVersion::Undecided)
+}
+
+/// [`load`], reading `version` of each epics document that exists both whole and sharded.
+pub fn load_choosing(
+    dir: &Path,
+    root: &Path,
+    version: EpicsVersion,
+) -> Result<LoadedPlan, ReadError> {
     let found = find(dir);
     let prd = match &found.prd {
         Some(p) => Some(docs::parse_prd(&shown(root, p), &read(p)?)),
@@ -134,27 +200,73 @@ pub fn load(dir: &Path, root: &Path) -> Result<LoadedPlan, ReadError> {
         Some(p) => Some(docs::parse_architecture(&shown(root, p), &read(p)?)),
         None => None,
     };
-    let epics = match &found.epics {
-        Some(p) if is_sharded(p) => {
-            let index = read(p)?;
-            let mut shards = Vec::new();
-            for s in shard_files(p, &index) {
-                shards.push((shown(root, &s), read(&s)?));
-            }
-            Some(docs::parse_epics_sharded(
-                (&shown(root, p), &index),
-                &shards,
-            ))
+    let twins = twins(&found.epics_documents);
+    let skipped = |source: &EpicsSource| match source {
+        EpicsSource::Whole(p) => {
+            version == EpicsVersion::Sharded && twins.iter().any(|t| t.whole == *p)
         }
-        Some(p) => Some(docs::parse_epics(&shown(root, p), &read(p)?)),
-        None => None,
+        EpicsSource::Sharded(p) => {
+            version != EpicsVersion::Sharded && twins.iter().any(|t| t.sharded == *p)
+        }
     };
+    let mut documents = Vec::new();
+    for source in found.epics_documents.iter().filter(|s| !skipped(s)) {
+        let files = match source {
+            EpicsSource::Whole(p) => vec![(shown(root, p), read(p)?)],
+            EpicsSource::Sharded(p) => {
+                let index = read(p)?;
+                let mut files = Vec::new();
+                for s in shard_files(p, &index) {
+                    files.push((shown(root, &s), read(&s)?));
+                }
+                files.insert(0, (shown(root, p), index));
+                files
+            }
+        };
+        let name = match source {
+            EpicsSource::Whole(p) => shown(root, p),
+            EpicsSource::Sharded(p) => format!("{}/", shown(root, p.parent().unwrap_or(p))),
+        };
+        documents.push((name, files));
+    }
+    // Content over name: a document that plans nothing is no epics document, unless it is the
+    // only one (then its findings still say what is wrong with it).
+    if documents.len() > 1 {
+        documents.retain(|(_, files)| !baton_core::plan::bmad::parse(files).keys().is_empty());
+    }
+    let epics = (!documents.is_empty()).then(|| docs::parse_epics_documents(&documents));
     Ok(LoadedPlan {
         docs: found,
         prd,
         architecture,
         epics,
+        undecided: if version == EpicsVersion::Undecided {
+            twins
+        } else {
+            Vec::new()
+        },
     })
+}
+
+/// The documents found both whole (`X.md`) and sharded (`X/index.md`).
+fn twins(sources: &[EpicsSource]) -> Vec<Twin> {
+    let mut out = Vec::new();
+    for s in sources {
+        let EpicsSource::Sharded(index) = s else {
+            continue;
+        };
+        let stem = s.stem();
+        if let Some(whole) = sources
+            .iter()
+            .find(|w| matches!(w, EpicsSource::Whole(_)) && w.stem() == stem)
+        {
+            out.push(Twin {
+                whole: whole.path().to_path_buf(),
+                sharded: index.clone(),
+            });
+        }
+    }
+    out
 }
 
 /// The planning documents found; `None` where there is none.
@@ -168,6 +280,9 @@ pub struct PlanningDocs {
     pub architecture: Option<PathBuf>,
     /// The epics document (a sharded `epics/index.md` when there is no whole file).
     pub epics: Option<PathBuf>,
+    /// Every epics document, whole or sharded, in reading order: the canonical `epics.md` and
+    /// `epics/` first, then by name, a whole file before its sharded twin.
+    pub epics_documents: Vec<EpicsSource>,
     /// The quick spec.
     pub quick_spec: Option<PathBuf>,
     /// Readiness reports, oldest name first.
@@ -241,6 +356,7 @@ pub fn find(dir: &Path) -> PlanningDocs {
             .filter(|f| readiness_like(f))
             .map(|f| dir.join(f))
             .collect(),
+        epics_documents: Vec::new(),
     };
     if docs.epics.is_none() {
         let sharded = dir.join("epics").join("index.md");
@@ -248,7 +364,47 @@ pub fn find(dir: &Path) -> PlanningDocs {
             docs.epics = Some(sharded);
         }
     }
+    let mut sources: Vec<EpicsSource> = files
+        .iter()
+        .filter(|f| epics_like(f))
+        .map(|f| EpicsSource::Whole(dir.join(f)))
+        .collect();
+    let mut folders: Vec<String> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| epics_like(n) && dir.join(n).join("index.md").is_file())
+        .collect();
+    folders.sort();
+    sources.extend(
+        folders
+            .iter()
+            .map(|n| EpicsSource::Sharded(dir.join(n).join("index.md"))),
+    );
+    let canonical = names::EPICS.trim_end_matches(".md");
+    sources.sort_by_key(|s| {
+        let stem = s.stem();
+        (
+            stem != canonical,
+            stem,
+            matches!(s, EpicsSource::Sharded(_)),
+        )
+    });
+    docs.epics_documents = sources;
     docs
+}
+
+/// Whether a file or folder name names an epics document: it says `epic`, and it is no report,
+/// validation or retrospective.
+fn epics_like(name: &str) -> bool {
+    let l = name.to_lowercase();
+    l.contains("epic")
+        && !l.starts_with(names::READINESS_PREFIX)
+        && !l.contains("validation")
+        && !l.contains("report")
+        && !l.contains("retro")
 }
 
 #[cfg(test)]
@@ -343,5 +499,66 @@ mod tests {
                 "epic-10-late.md"
             ]
         );
+    }
+
+    #[test]
+    fn every_epics_document_is_found_canonical_first_and_twins_are_undecided() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let d = dir.path();
+        let write = |f: &str, text: &str| {
+            if let Some(parent) = d.join(f).parent() {
+                fs::create_dir_all(parent).unwrap_or_else(|e| panic!("{e}"));
+            }
+            fs::write(d.join(f), text).unwrap_or_else(|e| panic!("{e}"));
+        };
+        write(
+            "epics-next.md",
+            "## Epic 28: Sync\n### Story 28.1: Daemon\n",
+        );
+        write("epics.md", "## Epic 1: A\n### Story 1.1: One\n");
+        write("epic-cli-ux.md", "# Notes on the CLI, no epics here\n");
+        write("epics-validation-report.md", "## Epic 9: not a plan\n");
+        write("epic-2-retro-2026-11-20.md", "## Epic 2\n");
+        write("epics/index.md", "- [Epic 1](./epic-1.md)\n");
+        write(
+            "epics/epic-1.md",
+            "## Epic 1: A\n### Story 1.1: One, resharded\n",
+        );
+        let names: Vec<String> = find(d)
+            .epics_documents
+            .iter()
+            .map(|s| shown(d, s.path()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "epics.md",
+                "epics/index.md",
+                "epic-cli-ux.md",
+                "epics-next.md"
+            ]
+        );
+        let keys = |v: EpicsVersion| {
+            let l = load_choosing(d, d, v).unwrap_or_else(|e| panic!("{e}"));
+            let undecided = l.undecided.len();
+            let e = l.epics.unwrap_or_else(|| panic!("epics"));
+            (e.plan.keys(), e.documents.len(), undecided)
+        };
+        let (whole, docs, undecided) = keys(EpicsVersion::Undecided);
+        assert_eq!(
+            (docs, undecided),
+            (2, 1),
+            "the note plans nothing and is left out"
+        );
+        assert!(whole.contains(&"1-1-one".to_owned()), "{whole:?}");
+        assert!(whole.contains(&"28-1-daemon".to_owned()), "{whole:?}");
+        let (sharded, _, undecided) = keys(EpicsVersion::Sharded);
+        assert_eq!(undecided, 0);
+        assert!(
+            sharded.contains(&"1-1-one-resharded".to_owned()),
+            "{sharded:?}"
+        );
+        assert!(!sharded.contains(&"1-1-one".to_owned()), "{sharded:?}");
+        assert_eq!(keys(EpicsVersion::Whole).0, whole);
     }
 }

@@ -219,7 +219,7 @@ fn the_latest_turns_are_never_compacted_however_large() {
 }
 
 #[test]
-fn calls_short_results_and_writes_are_left_as_they_are() {
+fn calls_short_results_and_write_results_are_left_as_they_are() {
     let mut messages = task();
     messages.extend(turn(
         1,
@@ -244,19 +244,37 @@ fn calls_short_results_and_writes_are_left_as_they_are() {
         .collect();
     let mut c = Compactor::new(Compaction::after(1_000));
     let batch = c.prepare(&mut messages).expect("a compaction");
-    assert_eq!(batch.results.len(), 1);
-    assert_eq!(batch.results[0].tool, "read_file");
+    let what: Vec<(&str, Option<&str>)> = batch
+        .results
+        .iter()
+        .map(|r| (r.tool.as_str(), r.argument.as_deref()))
+        .collect();
+    // The write's 30 KB of content goes (the file holds it); its short result stays.
+    assert_eq!(what, [("write_file", Some("content")), ("read_file", None)]);
     let r = results(&messages);
     assert_eq!(r[0].1, "wrote `a.rs`");
     assert_eq!(r[1].1.len(), 5_000);
     assert_eq!(r[2].1.len(), 900);
     assert!(r[3].1.starts_with("`big.md`, 40 KB"));
-    // Every call is still there, unchanged, and answered by its result.
-    let calls_after: Vec<Message> = messages
+    // Every call is still there, answered by its result, unchanged but for the written text.
+    let mut calls_after: Vec<Message> = messages
         .iter()
         .filter(|m| matches!(m, Message::Assistant { .. }))
         .cloned()
         .collect();
+    let Message::Assistant { tool_calls, .. } = &mut calls_after[0] else {
+        unreachable!()
+    };
+    let written = tool_calls[0].arguments.as_ref().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(written::is_marker(&written), "{written}");
+    tool_calls[0] = ToolCall::new(
+        "c1_0",
+        "write_file",
+        json!({"path": "a.rs", "content": text(30_000)}).to_string(),
+    );
     assert_eq!(calls_before, calls_after);
     assert_eq!(r.len(), 7);
 }
@@ -273,4 +291,58 @@ fn a_result_without_its_call_gets_a_generic_stub() {
     assert!(
         stub("read_file", Some(&broken), &text(3_000), 2).starts_with("`read_file` {not json,")
     );
+}
+
+#[test]
+fn old_writes_are_compacted_with_the_results_and_the_calls_stay_answered() {
+    let code = text(4_000);
+    let mut messages = task();
+    for n in 1..=8 {
+        messages.extend(turn(
+            n,
+            &[(
+                "write_file",
+                json!({ "path": format!("src/m{n}.rs"), "content": code }),
+                format!("wrote 4000 bytes to `src/m{n}.rs` (new file)"),
+            )],
+        ));
+    }
+    let before = results(&messages);
+    let mut c = Compactor::new(Compaction::after(16_000));
+    let batch = c.prepare(&mut messages).expect("a compaction");
+    // Turns 1 to 5 hold 20 KB of written text, past 16 KB; turns 6 to 8 stay whole.
+    let compacted: Vec<(u32, Option<&str>)> = batch
+        .results
+        .iter()
+        .map(|r| (r.turn, r.argument.as_deref()))
+        .collect();
+    assert_eq!(
+        compacted,
+        (1..=5).map(|t| (t, Some("content"))).collect::<Vec<_>>()
+    );
+    assert_eq!(batch.bytes, 20_000);
+    assert_eq!(results(&messages), before, "the results are untouched");
+    let contents: Vec<String> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => tool_calls.first().map(|c| {
+                let args = c.arguments.as_ref().unwrap();
+                assert!(args["path"].is_string(), "the path stays");
+                args["content"].as_str().unwrap().to_owned()
+            }),
+            _ => None,
+        })
+        .collect();
+    for (n, content) in contents.iter().enumerate() {
+        if n < 5 {
+            assert!(written::is_marker(content), "turn {}: {content}", n + 1);
+            assert!(content.contains(&format!("`src/m{}.rs`", n + 1)));
+        } else {
+            assert_eq!(content, &code, "turn {} stays whole", n + 1);
+        }
+    }
+    // Nothing changes again until the next batch crosses the line.
+    let frozen = bytes_of(&messages);
+    assert_eq!(c.prepare(&mut messages), None);
+    assert_eq!(bytes_of(&messages), frozen);
 }

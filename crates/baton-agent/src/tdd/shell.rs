@@ -23,26 +23,33 @@ pub enum Cmd {
 }
 
 impl Cmd {
-    /// A `run_command` call: `sh -c SCRIPT` (and bash, zsh, dash) is read as a shell line.
+    /// A `run_command` call: `sh -c SCRIPT` (and bash, zsh, dash, ksh, behind `env` or with
+    /// options such as `bash -lc`) is read as a shell line.
     pub fn from_argv(argv: Vec<String>) -> Cmd {
-        let shells = ["sh", "bash", "zsh", "dash", "ksh"];
-        let prog = argv
-            .first()
-            .map(|p| p.rsplit('/').next().unwrap_or(p))
-            .unwrap_or_default();
-        if shells.contains(&prog)
-            && let Some(i) = argv
-                .iter()
-                .position(|a| a == "-c" || a == "-lc" || a == "-ec")
-            && let Some(script) = argv.get(i + 1)
-        {
-            return Cmd::Shell(script.clone());
+        let simple = Simple {
+            words: argv,
+            redirects: Vec::new(),
+        };
+        match simple.script() {
+            Some(script) if simple.program_words().len() == simple.words.len() => {
+                Cmd::Shell(script.to_owned())
+            }
+            _ => Cmd::Argv(simple.words),
         }
-        Cmd::Argv(argv)
     }
 
-    /// Its simple commands, each as words plus the targets of its output redirections.
+    /// Its simple commands, each as words plus the targets of its output redirections. The
+    /// script a shell is given (`bash -c "…"`) is read as a line of its own: its commands follow
+    /// the shell's, to [`MAX_NESTING`] shells deep.
     pub fn simple_commands(&self) -> Vec<Simple> {
+        self.located(Path::new("/"))
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect()
+    }
+
+    /// The simple commands of the line itself, without looking into the scripts of shells.
+    fn top_level(&self) -> Vec<Simple> {
         match self {
             Cmd::Argv(a) => vec![Simple {
                 words: a.clone(),
@@ -55,28 +62,12 @@ impl Cmd {
     /// Its simple commands with the directory each runs in, starting from `cwd`: a `cd DIR`
     /// moves the commands after it (the path joined lexically, `..` and `.` resolved). `None`
     /// where that cannot be told from the text (`cd` alone, `cd ~…`, `cd -`, a `$` in the path):
-    /// a caller guarding writes treats relative paths there as unknown.
+    /// a caller guarding writes treats relative paths there as unknown. The commands of a
+    /// shell's script follow the shell, starting where it runs (a `cd` in the script moves only
+    /// the script's own commands).
     pub fn located(&self, cwd: &Path) -> Vec<(Option<PathBuf>, Simple)> {
-        let mut here = Some(cwd.to_path_buf());
         let mut out = Vec::new();
-        for s in self.simple_commands() {
-            let w = s.program_words();
-            let is_cd = w
-                .first()
-                .is_some_and(|p| p == "cd" || p == "pushd" || p == "popd");
-            if is_cd {
-                let dir = w.iter().skip(1).find(|a| !a.starts_with('-') || *a == "-");
-                here = match (w.first().map(String::as_str), dir) {
-                    (Some("cd" | "pushd"), Some(d))
-                        if !d.starts_with('~') && d != "-" && !d.contains('$') =>
-                    {
-                        here.map(|h| lexical_join(&h, d))
-                    }
-                    _ => None,
-                };
-            }
-            out.push((here.clone(), s));
-        }
+        locate(self.top_level(), Some(cwd.to_path_buf()), 0, &mut out);
         out
     }
 
@@ -105,6 +96,50 @@ pub fn lexical_join(base: &Path, path: &str) -> PathBuf {
     norm
 }
 
+/// Shells within shells (`sh -c "bash -c '…'"`) read this deep; the scripts of deeper ones
+/// are not read (the hook policy refuses shells nested that deep).
+pub const MAX_NESTING: usize = 8;
+
+/// Pushes `simples`, run from `start`, onto `out` with the directory of each; the script of a
+/// shell among them follows it, `depth` shells deep.
+fn locate(
+    simples: Vec<Simple>,
+    start: Option<PathBuf>,
+    depth: usize,
+    out: &mut Vec<(Option<PathBuf>, Simple)>,
+) {
+    let mut here = start;
+    for s in simples {
+        let w = s.program_words();
+        let is_cd = w
+            .first()
+            .is_some_and(|p| p == "cd" || p == "pushd" || p == "popd");
+        if is_cd {
+            let dir = w.iter().skip(1).find(|a| !a.starts_with('-') || *a == "-");
+            here = match (w.first().map(String::as_str), dir) {
+                (Some("cd" | "pushd"), Some(d))
+                    if !d.starts_with('~') && d != "-" && !d.contains('$') =>
+                {
+                    here.map(|h| lexical_join(&h, d))
+                }
+                _ => None,
+            };
+        }
+        let script = s.script().map(str::to_owned);
+        out.push((here.clone(), s));
+        if let Some(script) = script
+            && depth < MAX_NESTING
+        {
+            locate(split(&script), here.clone(), depth + 1, out);
+        }
+    }
+}
+
+/// The last component of a program's path (`env` of `/usr/bin/env`).
+fn base_name(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
 /// One simple command.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Simple {
@@ -130,15 +165,65 @@ impl Simple {
                 {
                     w = &w[1..];
                 }
-                Some(first)
-                    if ["env", "sudo", "nice", "time", "command", "exec"]
-                        .contains(&first.as_str()) =>
-                {
+                Some(first) if matches!(base_name(first), "env" | "nice") => {
+                    // Their options (`env -i`, `env -u NAME`, `nice -n 5`) come before the
+                    // program.
+                    w = &w[1..];
+                    while let Some(opt) = w.first().filter(|o| o.starts_with('-')) {
+                        let takes_value = matches!(
+                            opt.as_str(),
+                            "-u" | "--unset" | "-C" | "--chdir" | "-S" | "-n"
+                        );
+                        w = &w[if takes_value { 2 } else { 1 }.min(w.len())..];
+                        if opt == "--" {
+                            break;
+                        }
+                    }
+                }
+                Some(first) if ["sudo", "time", "command", "exec"].contains(&base_name(first)) => {
                     w = &w[1..];
                 }
                 _ => return w,
             }
         }
+    }
+
+    /// The script this command gives a shell to run (`sh -c SCRIPT`, `bash -lc SCRIPT`,
+    /// `env bash -c SCRIPT`, `bash --norc -c -- SCRIPT`; sh, bash, zsh, dash, ksh), if it is one.
+    pub fn script(&self) -> Option<&str> {
+        const SHELLS: [&str; 6] = ["sh", "bash", "zsh", "dash", "ksh", "mksh"];
+        let w = self.program_words();
+        let prog = w.first()?;
+        if !SHELLS.contains(&prog.rsplit('/').next().unwrap_or(prog)) {
+            return None;
+        }
+        let mut args = w[1..].iter();
+        let mut given = false;
+        while let Some(a) = args.next() {
+            if a == "--" {
+                return if given {
+                    args.next().map(String::as_str)
+                } else {
+                    None
+                };
+            }
+            if a.starts_with("--") {
+                if matches!(a.as_str(), "--rcfile" | "--init-file") {
+                    args.next();
+                }
+                continue;
+            }
+            if a.len() > 1 && (a.starts_with('-') || a.starts_with('+')) {
+                let flags = &a[1..];
+                given |= a.starts_with('-') && flags.contains('c');
+                if flags.ends_with(['o', 'O']) {
+                    args.next();
+                }
+                continue;
+            }
+            return given.then_some(a.as_str());
+        }
+        None
     }
 
     /// The files this command would write (as written: relative or absolute).
@@ -581,6 +666,59 @@ mod tests {
                 .write_targets()
                 .contains(&"src/a.rs".to_owned())
         );
+    }
+
+    #[test]
+    fn the_script_of_a_shell_is_read_however_it_is_quoted_or_started() {
+        let all = |line: &str| -> Vec<String> {
+            Cmd::Shell(line.to_owned())
+                .simple_commands()
+                .iter()
+                .flat_map(Simple::write_targets)
+                .collect()
+        };
+        for line in [
+            r#"bash -c "echo 'x = 1' > src/shop/cart.py""#,
+            "sh -c 'echo x > src/shop/cart.py'",
+            r#"sh -c "echo \"x = 1\" > src/shop/cart.py""#,
+            r#"bash -lc "echo 'x' > src/shop/cart.py""#,
+            r#"bash -l -c "echo 'x' > src/shop/cart.py""#,
+            r#"bash --norc -c -- "echo 'x' > src/shop/cart.py""#,
+            r#"env bash -c "echo 'x' > src/shop/cart.py""#,
+            r#"env -i PATH=/bin /bin/bash -c "echo 'x' > src/shop/cart.py""#,
+            r#"FOO=1 bash -ec "true; echo 'x' >> src/shop/cart.py""#,
+            r#"sh -c "bash -c 'echo x > src/shop/cart.py'""#,
+            r#"bash -c "sh -c \"echo 'x' > src/shop/cart.py\"""#,
+            r#"cd src && bash -c "echo 'x' > shop/cart.py""#,
+            r#"bash -c 'tee src/shop/cart.py <<< x'"#,
+            r#"zsh -o errexit -c "cp /tmp/a src/shop/cart.py""#,
+        ] {
+            let targets = all(line);
+            assert!(
+                targets
+                    .iter()
+                    .any(|t| t == "src/shop/cart.py" || t == "shop/cart.py"),
+                "{line}: {targets:?}"
+            );
+        }
+        for line in [
+            r#"bash -c "pytest -q""#,
+            "sh -c 'cargo test'",
+            r#"bash -c "echo 'a > b'""#,
+            "bash script.sh > /dev/null",
+            "echo \"bash -c 'echo x > f'\"",
+        ] {
+            assert_eq!(all(line), Vec::<String>::new(), "{line}");
+        }
+        // A `cd` inside the script moves only the script's commands.
+        let at: Vec<Option<PathBuf>> =
+            Cmd::Shell(r#"bash -c "cd src && echo x > a"; echo y > b"#.into())
+                .located(Path::new("/p"))
+                .into_iter()
+                .map(|(d, _)| d)
+                .collect();
+        let p = |s: &str| Some(PathBuf::from(s));
+        assert_eq!(at, [p("/p"), p("/p/src"), p("/p/src"), p("/p")]);
     }
 
     #[test]

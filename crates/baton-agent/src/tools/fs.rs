@@ -620,9 +620,20 @@ async fn write_whole(abs: &Path, bytes: &[u8], shown: &str) -> Result<(), ToolRe
     }
 }
 
+/// The error for a compaction marker sent back as text to write.
+fn compacted_marker(argument: &str) -> ToolResult {
+    ToolResult::error(format!(
+        "{argument} is a marker of text compacted out of the conversation, not text to write; \
+         read the file if you need what it held, then send the full text"
+    ))
+}
+
 async fn write_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolResult> {
     let path = str_arg(args, "path")?;
     let content = str_arg(args, "content")?;
+    if crate::compaction::written::is_marker(content) {
+        return Err(compacted_marker("content"));
+    }
     let abs = ctx.sandbox.resolve(path, Access::Write).map_err(refused)?;
     let shown = ctx.sandbox.relative(&abs);
     if let Some(parent) = abs.parent() {
@@ -707,6 +718,9 @@ async fn edit_file(args: &Value, ctx: &ToolContext) -> Result<ToolResult, ToolRe
         return Err(ToolResult::error(
             "old_string and new_string are identical; nothing to change",
         ));
+    }
+    if crate::compaction::written::is_marker(new) {
+        return Err(compacted_marker("new_string"));
     }
     let abs = ctx.sandbox.resolve(path, Access::Write).map_err(refused)?;
     let shown = ctx.sandbox.relative(&abs);

@@ -1113,3 +1113,46 @@ async fn writes_replace_whole_files_and_keep_their_mode() {
         .collect();
     assert_eq!(left.len(), 1, "temporary files left: {left:?}");
 }
+
+/// A model that copies a compaction marker from its history into a new call is refused, and the
+/// file keeps what it held; a file that merely mentions the words is written.
+#[tokio::test]
+async fn writing_tools_refuse_a_compaction_marker_as_text() {
+    use baton_agent::compaction::written;
+    use baton_llm::ToolCall;
+    let (_tmp, root) = project();
+    let ctx = context(&root);
+    put(&root, "src/lib.rs", "pub fn a() {}\n");
+    let long = json!({ "path": "src/lib.rs", "content": "x".repeat(2_000) });
+    let mut old = ToolCall::new("c", "write_file", long.to_string());
+    let found = written::compactable(&old, 3, 1024);
+    written::apply(&mut old, &found);
+    let marker = old.arguments.as_ref().unwrap()["content"].clone();
+
+    let r = call(
+        &ctx,
+        "write_file",
+        json!({"path": "src/lib.rs", "content": marker}),
+    )
+    .await;
+    assert!(r.is_error && r.content.contains("marker"), "{}", r.content);
+    let r = call(
+        &ctx,
+        "edit_file",
+        json!({"path": "src/lib.rs", "old_string": "pub fn a() {}", "new_string": marker}),
+    )
+    .await;
+    assert!(r.is_error && r.content.contains("marker"), "{}", r.content);
+    assert_eq!(
+        fs::read_to_string(root.join("src/lib.rs")).unwrap(),
+        "pub fn a() {}\n"
+    );
+    let mention = "// [baton: compacted markers are refused as content]\n";
+    let r = call(
+        &ctx,
+        "write_file",
+        json!({"path": "src/notes.rs", "content": mention}),
+    )
+    .await;
+    assert!(!r.is_error, "{}", r.content);
+}

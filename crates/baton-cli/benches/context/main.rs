@@ -72,7 +72,7 @@ const TODAY: Variant = Variant {
 };
 
 /// After: baton's defaults (five-minute cache breakpoints, old tool results compacted past
-/// 32 KiB), sections read.
+/// 16 KiB), sections read.
 const AFTER: Variant = Variant {
     name: "after",
     provider: &[],

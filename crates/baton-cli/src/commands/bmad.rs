@@ -4,7 +4,7 @@
 //! This module finds the skill and what it is run with (its instructions, the project's BMad
 //! configuration resolved, the tier, the party roster, the limits), and reports. The loop
 //! itself is the engine's (`baton_engine::workflows::bmad`); checkpoints and hooks around each
-//! turn are [`turn_hook`]'s.
+//! turn are `bmad_hooks`'s.
 
 use crate::cli::{BmadCommand, BmadRunArgs, BmadSkillsArgs, BmadStatusArgs};
 use crate::commands::Code;
@@ -24,6 +24,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+#[path = "bmad_hooks.rs"]
+mod hooks;
 #[path = "bmad_parts.rs"]
 mod parts;
 
@@ -108,7 +110,7 @@ pub fn sessions(journal: &SqliteJournal, skill: &str) -> Result<Vec<(String, His
         if steps.is_empty() {
             break;
         }
-        let h = History::read(&steps).map_err(anyhow::Error::msg)?;
+        let h = History::read(&steps)?;
         out.push((session, h));
     }
     Ok(out)
@@ -249,7 +251,7 @@ fn run_skill(root: &Path, args: &BmadRunArgs) -> Result<Code> {
         Mode::Standard
     };
     cfg.agent_timeout = Duration::from_secs(b.agent_timeout_secs.unwrap_or(600));
-    let (on_turn, hook_events) = parts::turn_hook(root, &cfg, &session, &skill)?;
+    let (on_turn, hook_events) = hooks::turn_hook(root, &cfg, &session, &skill)?;
     let setup = super::team::build_setup(
         root,
         &cfg,
@@ -300,6 +302,8 @@ fn run_skill(root: &Path, args: &BmadRunArgs) -> Result<Code> {
     }
     let interactive =
         !args.json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    // Memlogs written from here on are this session's, offered for import when it completes.
+    let started = std::time::SystemTime::now() - Duration::from_secs(1);
     let report = render::run(
         RunSpec {
             id: run_id.clone(),
@@ -314,14 +318,23 @@ fn run_skill(root: &Path, args: &BmadRunArgs) -> Result<Code> {
         style,
     )??;
     let code = code_of(report.end);
+    let offers = match report.end {
+        RunEnd::Completed => super::memory::memlog_offers(&cfg, started),
+        _ => Vec::new(),
+    };
     if args.json {
-        let out = serde_json::json!({ "run_id": run_id, "tier": tier.level(), "report": report });
+        let mut out =
+            serde_json::json!({ "run_id": run_id, "tier": tier.level(), "report": report });
+        if !offers.is_empty() {
+            out["memlogs"] = serde_json::json!(super::memory::memlogs_since(&cfg, started));
+        }
         println!(
             "{}",
             baton_core::secrets::redact(&serde_json::to_string_pretty(&out)?)
         );
     } else {
         print_report(&report);
+        offers.iter().for_each(|o| println!("{o}"));
     }
     Ok(code)
 }
@@ -332,7 +345,7 @@ pub fn code_of(end: RunEnd) -> Code {
         RunEnd::Completed => Code::Ok,
         RunEnd::Paused => Code::Paused,
         RunEnd::Stopped => Code::Budget,
-        RunEnd::Cancelled | RunEnd::Failed => Code::Error,
+        RunEnd::Cancelled | RunEnd::Failed | RunEnd::Interrupted => Code::Error,
     }
 }
 
@@ -412,6 +425,7 @@ fn status(root: &Path, args: &BmadStatusArgs) -> Result<Code> {
 }
 
 fn skills(root: &Path, args: &BmadSkillsArgs) -> Result<Code> {
+    use baton_store::bmad_skills::Kind;
     let list = bmad_skills::list(root)?;
     if args.json {
         let rows: Vec<_> = list
@@ -420,7 +434,9 @@ fn skills(root: &Path, args: &BmadSkillsArgs) -> Result<Code> {
                 serde_json::json!({
                     "name": s.name,
                     "module": s.module,
+                    "kind": s.kind,
                     "headless": s.headless.is_some(),
+                    "declared": s.declared.map(|d| d.as_str()),
                     "path": rel(root, &s.instructions),
                 })
             })
@@ -428,10 +444,26 @@ fn skills(root: &Path, args: &BmadSkillsArgs) -> Result<Code> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(Code::Ok);
     }
+    if args.markdown {
+        print!("{}", markdown(&list));
+        return Ok(Code::Ok);
+    }
     if list.is_empty() {
         println!("no BMad skills are installed here (`npx bmad-method install` installs them)");
+        return Ok(Code::Ok);
     }
-    for s in &list {
+    let targets = baton_store::bmad_targets::installed(root);
+    if !targets.is_empty() {
+        println!(
+            "installed for {}",
+            targets
+                .iter()
+                .map(|t| format!("{} ({}, worker {})", t.id, t.dir, t.worker()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for s in list.iter().filter(|s| s.kind == Kind::Work) {
         println!(
             "{}{}  {}",
             s.name,
@@ -443,5 +475,55 @@ fn skills(root: &Path, args: &BmadSkillsArgs) -> Result<Code> {
             s.description
         );
     }
+    let names = |k: Kind| {
+        list.iter()
+            .filter(|s| s.kind == k)
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let personas = names(Kind::Persona);
+    if !personas.is_empty() {
+        println!("party members (persona agents, not run on their own): {personas}");
+    }
+    let helpers = names(Kind::Helper);
+    if !helpers.is_empty() {
+        println!("BMad's helpers (about BMad itself, not work): {helpers}");
+    }
     Ok(Code::Ok)
+}
+
+/// The tables docs/bmad.md shows: every tool target of BMad's installer with the folder its
+/// skills go to and the worker that drives it, then every skill of `list` with how it runs.
+fn markdown(list: &[Skill]) -> String {
+    use baton_store::bmad_skills::Kind;
+    let mut out =
+        String::from("| tool target (`--tools`) | skills folder | baton worker |\n|---|---|---|\n");
+    for t in baton_store::bmad_targets::TARGETS {
+        out.push_str(&format!(
+            "| `{}` ({}) | `{}` | {} |\n",
+            t.id,
+            t.name,
+            t.dir,
+            t.worker()
+        ));
+    }
+    out.push_str("\n| skill | module | runs | headless declared by |\n|---|---|---|---|\n");
+    for s in list {
+        let runs = match s.kind {
+            Kind::Persona => "party member",
+            Kind::Helper => "helper (not listed as work)",
+            Kind::Work if s.headless.is_some() => "headless",
+            Kind::Work => "conversational",
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            s.name,
+            s.module,
+            runs,
+            s.declared
+                .map_or_else(|| "–".to_owned(), |d| format!("`{}`", d.as_str()))
+        ));
+    }
+    out
 }

@@ -11,25 +11,16 @@
 //! rolled back to, and `can_rollback`. The journal stays the source of truth; the key lets a
 //! person (or BMad) reading the artifact see where it stands.
 //!
-//! Hooks run only in a trusted project, without a shell, with a scrubbed environment and capped output (see
-//! `baton_agent::hooks`): `SessionStart` when the session starts in a process (`once: true`:
-//! only in its first), `PreToolUse` before each tool call whose name the matcher takes,
-//! `PostToolUse` once the call returned, `Stop` after each turn. A failing hook is logged to the
-//! run's events and the session goes on, unless the hook is `critical: true`: then the session
-//! stops after the turn.
+//! The hooks a skill's files declare are `bmad_hooks`'s.
 
 use crate::cli::{BmadQueueCommand, BmadRollbackArgs};
 use crate::commands::Code;
 use crate::config::Config;
 use anyhow::{Context, Result, bail};
-use baton_core::autopilot::hooks::{self, Event, Hook};
-use baton_engine::workflows::bmad::{TurnEvent, TurnHook};
 use baton_store::bmad_checkpoint::Checkpoints;
 use baton_store::bmad_queue::{Priority, Queue};
-use baton_store::bmad_skills::Skill;
 use baton_store::journal::SqliteJournal;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 /// Whether `s` can name a session (`<skill>-<n>`): it becomes a folder under `.baton/bmad/`, so
 /// nothing that could leave it.
@@ -40,18 +31,18 @@ fn plain_session(s: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
-fn session_dir(cfg: &Config, session: &str) -> PathBuf {
+pub(super) fn session_dir(cfg: &Config, session: &str) -> PathBuf {
     cfg.state_dir.join("bmad").join(session)
 }
 
-fn output_dir(root: &Path) -> String {
+pub(super) fn output_dir(root: &Path) -> String {
     baton_store::bmad_skills::config(root)
         .into_iter()
         .find(|(k, _)| k == "output_folder")
         .map_or_else(|| "_bmad-output".to_owned(), |(_, v)| v)
 }
 
-fn checkpoints(root: &Path, cfg: &Config, session: &str) -> Result<Checkpoints> {
+pub(super) fn checkpoints(root: &Path, cfg: &Config, session: &str) -> Result<Checkpoints> {
     Ok(Checkpoints::new(
         root,
         &session_dir(cfg, session).join("checkpoints"),
@@ -66,238 +57,8 @@ pub fn checkpoint_steps(cfg: &Config, session: &str) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-/// The hooks a skill declares: its `SKILL.md`'s frontmatter, then each step file's
-/// (`step-*.md`, at the top of the skill or under `steps/`).
-fn skill_hooks(root: &Path, skill: &Skill) -> Result<Vec<Hook>> {
-    let dir = skill.dir();
-    let mut files = vec![skill.instructions.clone()];
-    for sub in [dir.to_path_buf(), dir.join("steps")] {
-        if let Ok(read) = std::fs::read_dir(&sub) {
-            let mut steps: Vec<PathBuf> = read
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("step") && n.ends_with(".md"))
-                })
-                .collect();
-            steps.sort();
-            files.extend(steps);
-        }
-    }
-    let mut out = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f)
-            .with_context(|| format!("cannot read `{}`", f.display()))?;
-        let Some(front) = frontmatter(&text) else {
-            continue;
-        };
-        let found = hooks::parse(front).map_err(|e| {
-            anyhow::anyhow!(
-                "`{}`: hooks: {e}",
-                f.strip_prefix(root).unwrap_or(&f).display()
-            )
-        })?;
-        out.extend(found);
-    }
-    Ok(out)
-}
-
-fn frontmatter(text: &str) -> Option<&str> {
-    let rest = text.strip_prefix("---\n")?;
-    let end = rest.find("\n---")?;
-    Some(&rest[..end])
-}
-
-/// What the hooks of one process of a session share.
-struct HookState {
-    turn_started: Option<std::time::SystemTime>,
-    critical: Option<String>,
-    pending_post: Option<String>,
-    budget: baton_agent::hooks::StepBudget,
-}
-
-fn run_hooks(
-    root: &Path,
-    hooks: &[Hook],
-    event: Event,
-    tool: Option<&str>,
-    state: &Mutex<HookState>,
-    log: &dyn Fn(String),
-) {
-    for h in hooks.iter().filter(|h| hooks::applies(h, event, tool)) {
-        let stdin = serde_json::json!({
-            "hook_event_name": format!("{event:?}"),
-            "tool_name": tool,
-            "cwd": root.display().to_string(),
-        })
-        .to_string();
-        let mut run = baton_agent::hooks::run(h, root, &[], &stdin);
-        let Ok(mut s) = state.lock() else { return };
-        s.budget.take(&mut run);
-        if run.failed() {
-            let why = run.error.clone().unwrap_or_else(|| {
-                if run.timed_out {
-                    "timed out".to_owned()
-                } else {
-                    format!("exit {}", run.exit.map_or("?".into(), |c| c.to_string()))
-                }
-            });
-            let line = format!(
-                "hook {:?} `{}` failed ({why}){}: {}",
-                event,
-                h.argv.join(" "),
-                if h.critical { ", critical" } else { "" },
-                run.stderr.trim()
-            );
-            log(line.clone());
-            if h.critical && s.critical.is_none() {
-                s.critical = Some(line);
-            }
-        }
-    }
-}
-
-/// The checkpoints and hooks around each turn of `session`.
-pub fn turn_hook(
-    root: &Path,
-    cfg: &Config,
-    session: &str,
-    skill: &Skill,
-) -> Result<(TurnHook, baton_agent::runner::EventFn)> {
-    let points = Arc::new(checkpoints(root, cfg, session)?);
-    // A hook runs a program the skill's files name, outside the command allowlist: only a
-    // trusted project's skills may run them (a cloned repository ships its own `.claude/`).
-    let mut declared = skill_hooks(root, skill)?;
-    if !cfg.trusted && !declared.is_empty() {
-        eprintln!(
-            "warning: `{}` declares {} hook(s); they are not run in a project you have not trusted \
-             (review them, then `baton trust`)",
-            skill.name,
-            declared.len()
-        );
-        declared.clear();
-    }
-    let hooks: Arc<Vec<Hook>> = Arc::new(declared);
-    let root = root.to_path_buf();
-    let output = root.join(output_dir(&root));
-    let session = session.to_owned();
-    let once_marker = session_dir(cfg, &session).join("session-start-once");
-    let state = Arc::new(Mutex::new(HookState {
-        turn_started: None,
-        critical: None,
-        pending_post: None,
-        budget: baton_agent::hooks::StepBudget::default(),
-    }));
-    let log_path = cfg.state_dir.join("bmad").join(&session).join("hooks.log");
-    let log: Arc<dyn Fn(String) + Send + Sync> = Arc::new(move |line: String| {
-        eprintln!("baton: {line}");
-        if let Some(dir) = log_path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        use std::io::Write as _;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-        {
-            let _ = writeln!(f, "{}", baton_core::secrets::redact(&line));
-        }
-    });
-    let events: baton_agent::runner::EventFn = {
-        let (hooks, state, root, log) = (hooks.clone(), state.clone(), root.clone(), log.clone());
-        Arc::new(move |e: &baton_agent::runner::AgentEvent| {
-            use baton_agent::runner::AgentEvent as A;
-            if hooks.is_empty() {
-                return;
-            }
-            // The previous call has returned once anything else happens.
-            let post = state.lock().ok().and_then(|mut s| s.pending_post.take());
-            if let Some(tool) = post {
-                run_hooks(
-                    &root,
-                    &hooks,
-                    Event::PostToolUse,
-                    Some(&tool),
-                    &state,
-                    &*log,
-                );
-            }
-            if let A::ToolCall { tool, .. } = e {
-                run_hooks(&root, &hooks, Event::PreToolUse, Some(tool), &state, &*log);
-                if let Ok(mut s) = state.lock() {
-                    s.pending_post = Some(tool.clone());
-                }
-            }
-        })
-    };
-    let turn: TurnHook = Arc::new(move |e: TurnEvent<'_>| {
-        let critical = |state: &Mutex<HookState>| {
-            state
-                .lock()
-                .ok()
-                .and_then(|mut s| s.critical.take())
-                .map_or(Ok(()), Err)
-        };
-        match e {
-            TurnEvent::Start { .. } => {
-                let once: Vec<Hook> = hooks
-                    .iter()
-                    .filter(|h| h.event == Event::SessionStart && h.once)
-                    .cloned()
-                    .collect();
-                let every: Vec<Hook> = hooks
-                    .iter()
-                    .filter(|h| h.event == Event::SessionStart && !h.once)
-                    .cloned()
-                    .collect();
-                run_hooks(&root, &every, Event::SessionStart, None, &state, &*log);
-                if !once.is_empty() && !once_marker.exists() {
-                    run_hooks(&root, &once, Event::SessionStart, None, &state, &*log);
-                    if let Some(d) = once_marker.parent() {
-                        let _ = std::fs::create_dir_all(d);
-                    }
-                    let _ = std::fs::write(&once_marker, b"");
-                }
-                critical(&state)
-            }
-            TurnEvent::Before(n) => {
-                if let Ok(mut s) = state.lock() {
-                    s.budget = baton_agent::hooks::StepBudget::default();
-                    s.turn_started = Some(std::time::SystemTime::now());
-                }
-                points
-                    .take(n - 1)
-                    .map(|_| ())
-                    .map_err(|e| format!("checkpoint before turn {n}: {e}"))
-            }
-            TurnEvent::After(n, _) => {
-                let since = state.lock().ok().and_then(|s| s.turn_started);
-                if let Some(since) = since {
-                    stamp_artifacts(&root, &output, &session, n, since, &*log);
-                }
-                let post = state.lock().ok().and_then(|mut s| s.pending_post.take());
-                if let Some(tool) = post {
-                    run_hooks(
-                        &root,
-                        &hooks,
-                        Event::PostToolUse,
-                        Some(&tool),
-                        &state,
-                        &*log,
-                    );
-                }
-                run_hooks(&root, &hooks, Event::Stop, None, &state, &*log);
-                critical(&state)
-            }
-        }
-    });
-    Ok((turn, events))
-}
-
 /// Sets the `baton` frontmatter key of each markdown file under `output` written since `since`.
-fn stamp_artifacts(
+pub(super) fn stamp_artifacts(
     root: &Path,
     output: &Path,
     session: &str,

@@ -18,6 +18,9 @@ struct Report<'a> {
     prd: Option<String>,
     architecture: Option<String>,
     epics: Option<String>,
+    /// Every epics document read, when there are several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    epics_documents: Vec<String>,
     high: usize,
     medium: usize,
     low: usize,
@@ -40,7 +43,11 @@ pub fn print_findings(findings: &[Finding]) {
 /// Runs `baton check`.
 pub fn run(root: &Path, args: &CheckArgs) -> Result<Code> {
     let cfg = crate::project::config(root)?;
-    let plan = planning::load(&cfg.planning, root)?;
+    let version = super::sprint_plan::version(args.epics.as_deref());
+    let plan = planning::load_choosing(&cfg.planning, root, version)?;
+    if let Some(question) = super::sprint_plan::undecided(root, &plan, "baton check") {
+        bail!("{question}");
+    }
     let Some(findings) = plan.check() else {
         bail!(
             "no epics document in `{}` (looked for `*epic*.md` and `epics/index.md`); \
@@ -55,6 +62,12 @@ pub fn run(root: &Path, args: &CheckArgs) -> Result<Code> {
         prd: plan.docs.prd.as_deref().map(|p| shown(root, p)),
         architecture: plan.docs.architecture.as_deref().map(|p| shown(root, p)),
         epics: plan.docs.epics.as_deref().map(|p| shown(root, p)),
+        epics_documents: plan
+            .epics
+            .as_ref()
+            .filter(|e| e.documents.len() > 1)
+            .map(|e| e.documents.iter().map(|d| d.name.clone()).collect())
+            .unwrap_or_default(),
         high: count(Severity::High),
         medium: count(Severity::Medium),
         low: count(Severity::Low),
@@ -71,6 +84,13 @@ pub fn run(root: &Path, args: &CheckArgs) -> Result<Code> {
         .filter(|(_, m)| *m)
         .map(|(n, _)| *n)
         .collect();
+        if !report.epics_documents.is_empty() {
+            println!(
+                "epics read from {} documents: {}",
+                report.epics_documents.len(),
+                report.epics_documents.join(", ")
+            );
+        }
         if !missing.is_empty() {
             println!(
                 "note: no {} in `{}`; its references are not checked",

@@ -68,7 +68,13 @@ pub fn run(dir: &Path, model: Option<String>, git: Git) -> Result<Code> {
         ],
     )?;
     println!("\n$ baton check");
-    let check = super::check::run(dir, &CheckArgs { json: false })?;
+    let check = super::check::run(
+        dir,
+        &CheckArgs {
+            json: false,
+            epics: None,
+        },
+    )?;
     println!("\n$ baton status");
     super::status::run(
         dir,

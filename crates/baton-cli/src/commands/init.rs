@@ -295,6 +295,11 @@ pub fn run(root: &Path, args: &InitArgs) -> Result<Code> {
             rel(other),
             config::FILE_NAME
         ));
+    } else if let Some(question) = baton_store::planning::load(&cfg.planning, root)
+        .ok()
+        .and_then(|l| super::sprint_plan::undecided(root, &l, "baton sprint-plan"))
+    {
+        found.push(format!("no sprint file created: {question}"));
     } else if has_epics(&cfg, root) {
         // The epics are there: the sprint file is planned from them, as `baton sprint-plan`
         // plans it (an empty `development_status` is one BMad's validate rejects).

@@ -283,17 +283,28 @@ fn import(root: &Path, args: &MemoryImportArgs) -> Result<Code> {
         .parent()
         .and_then(Path::file_name)
         .map_or_else(|| "memlog".to_owned(), |n| n.to_string_lossy().into_owned());
-    let drafts = sources::memlog_drafts(&entries, &unit);
-    let (mut added, mut strengthened) = (0, 0);
-    for d in drafts {
-        match memory.learn(d, now())? {
-            Curated::Added(_) => added += 1,
-            Curated::Strengthened(_) => strengthened += 1,
+    // The same file however it is named on the command line (`./x`, an absolute path).
+    let file = match (path.canonicalize(), root.canonicalize()) {
+        (Ok(p), Ok(r)) => rel(&r, &p),
+        _ => rel(root, &path),
+    };
+    let lessons = sources::memlog_lessons(&entries, &unit, &file);
+    let (mut added, mut strengthened, mut before) = (0, 0, 0);
+    for (origin, d) in lessons {
+        match memory.learn_once(d, &origin, now())? {
+            Some(Curated::Added(_)) => added += 1,
+            Some(Curated::Strengthened(_)) => strengthened += 1,
+            None => before += 1,
         }
     }
+    let earlier = if before > 0 {
+        format!(", {before} imported before (unchanged)")
+    } else {
+        String::new()
+    };
     println!(
-        "{} entries read: {added} new memories, {strengthened} strengthened; the rest (ideas, \
-         questions, notes, events) stay in the memlog",
+        "{} entries read: {added} new memories, {strengthened} strengthened{earlier}; the rest \
+         (ideas, questions, notes, events) stay in the memlog",
         entries.len()
     );
     Ok(Code::Ok)
@@ -333,6 +344,52 @@ fn status(root: &Path, args: &MemoryStatusArgs) -> Result<Code> {
     Ok(Code::Ok)
 }
 
+/// The memlogs (`.memlog.md`, as BMad's `memlog.py` keeps them) under BMad's output folder (the
+/// planning folder's parent, `_bmad-output/`) written since `since`, relative to the root, in
+/// name order: what a skill session that just finished could have the memory import.
+pub fn memlogs_since(cfg: &Config, since: std::time::SystemTime) -> Vec<String> {
+    let base = cfg.planning.parent().unwrap_or(&cfg.root);
+    let mut found = Vec::new();
+    let mut dirs = vec![(base.to_path_buf(), 0)];
+    while let Some((dir, depth)) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() && depth < 5 {
+                dirs.push((path, depth + 1));
+            } else if kind.is_file()
+                && entry.file_name() == ".memlog.md"
+                && entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|m| m >= since)
+            {
+                found.push(rel(&cfg.root, &path));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The lines offering to import the memlogs a finished skill session wrote (none when memory
+/// is off).
+pub fn memlog_offers(cfg: &Config, since: std::time::SystemTime) -> Vec<String> {
+    if !cfg.memory.enabled.unwrap_or(true) {
+        return Vec::new();
+    }
+    memlogs_since(cfg, since)
+        .into_iter()
+        .map(|m| {
+            format!(
+                "the session kept a memlog: `baton memory import {m}` remembers its decisions and lessons"
+            )
+        })
+        .collect()
+}
+
 /// What `baton answer` (and the board) remembers of an answer: the decision and its reason
 /// (`--why`), and a choice other than the recommended one as a preference when the person
 /// confirms it. Returns a line for each memory made.
@@ -352,13 +409,7 @@ pub fn learn_from_answer(
     let memory = open(&cfg)?;
     let unit = escalation.key.as_deref();
     if let Some(why) = why.map(str::trim).filter(|w| !w.is_empty()) {
-        let d = sources::answer_decision(
-            unit,
-            &escalation.title,
-            &escalation.finding,
-            chosen_label,
-            why,
-        );
+        let d = sources::answer_decision(unit, chosen_label, why);
         let id = memory.learn(d, now())?.id();
         made.push(format!("remembered the decision and its reason as m{id}"));
     }

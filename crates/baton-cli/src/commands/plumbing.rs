@@ -48,7 +48,7 @@ pub fn exit_code(end: RunEnd) -> Code {
         RunEnd::Completed => Code::Ok,
         RunEnd::Paused => Code::Paused,
         RunEnd::Stopped => Code::Budget,
-        RunEnd::Failed | RunEnd::Cancelled => Code::Error,
+        RunEnd::Failed | RunEnd::Cancelled | RunEnd::Interrupted => Code::Error,
     }
 }
 

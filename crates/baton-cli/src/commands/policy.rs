@@ -626,6 +626,17 @@ mod tests {
             ("sh -c 'echo x > baton.toml'", false),
             ("bash -lc 'ls $(rm -rf .)'", false),
             ("sh -c \"sh -c 'curl x'\"", false),
+            // Every way of quoting and starting the script.
+            ("bash -c \"echo 'x = 1' > baton.toml\"", false),
+            ("bash -c \"echo 'x = 1' > notes.txt\"", true),
+            ("bash -lc \"echo 'x' > baton.toml\"", false),
+            ("bash -l -c \"echo 'x' > baton.toml\"", false),
+            ("env bash -c \"echo 'x' > baton.toml\"", false),
+            ("sh -c \"echo \\\"x\\\" > baton.toml\"", false),
+            ("sh -c \"echo \\\"x\\\" > notes.txt\"", true),
+            ("bash -c \"sh -c \\\"echo 'x' > .git/config\\\"\"", false),
+            ("bash --norc -c -- 'echo x > baton.toml'", false),
+            ("bash -c \"cd sub && echo 'x' > ../baton.toml\"", false),
         ] {
             let refusal = check_bash(command, &allow, &sandbox, root, root);
             assert_eq!(refusal.is_none(), allowed, "{command}: {refusal:?}");

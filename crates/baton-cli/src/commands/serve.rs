@@ -7,12 +7,13 @@
 //! that opens the board; nothing logs it afterwards.
 
 use super::in_flight;
-use super::sprint::{AnswerError, record_answer};
+use super::sprint::record_answer;
 use crate::cli::ServeArgs;
 use crate::commands::Code;
 use crate::config::Config;
 use anyhow::{Context, Result, bail};
 use baton_agent::workspace::git::Git;
+use baton_engine::answer::AnswerError;
 use baton_serve::{
     AnswerRefused, Answered, Host, InFlight, Journal, Recall, RecalledMemory, StageCommit,
 };
@@ -180,18 +181,19 @@ impl Host for CliHost {
 
     fn answer(&self, id: i64, choice: &str) -> Result<Answered, AnswerRefused> {
         match record_answer(&self.cfg, id, choice) {
-            Ok(r) => Ok(Answered {
+            Ok(Ok(r)) => Ok(Answered {
                 id: r.id,
                 choice: r.choice,
                 label: r.label,
                 next: r.next,
             }),
-            Err(AnswerError::Unknown(id)) => Err(AnswerRefused::Unknown(id)),
-            Err(AnswerError::Already { id, label }) => {
+            Ok(Err(AnswerError::Unknown(id))) => Err(AnswerRefused::Unknown(id)),
+            Ok(Err(AnswerError::Already { id, label })) => {
                 Err(AnswerRefused::AlreadyAnswered { id, label })
             }
-            Err(AnswerError::NotAnOption(why)) => Err(AnswerRefused::NotAnOption(why)),
-            Err(e @ AnswerError::Journal(_)) => Err(AnswerRefused::Failed(e.to_string())),
+            Ok(Err(AnswerError::NotAnOption(why))) => Err(AnswerRefused::NotAnOption(why)),
+            Ok(Err(e @ AnswerError::Journal(_))) => Err(AnswerRefused::Failed(e.to_string())),
+            Err(e) => Err(AnswerRefused::Failed(format!("{e:#}"))),
         }
     }
 }

@@ -12,8 +12,8 @@ use crate::render;
 use anyhow::{Result, bail};
 use baton_agent::runner::Mode;
 use baton_core::budget::FanOut;
-use baton_core::escalation::{EscalationKind, choose};
 use baton_core::meter::Meter;
+use baton_engine::answer::{AnswerError, Recorded};
 use baton_engine::protocol::EscalationView;
 use baton_engine::run::{JournalHandle, RunKind, RunSpec};
 use baton_engine::sprint::{RunEnd, SprintEngine, SprintOptions, SprintReport, SprintSettings};
@@ -269,7 +269,7 @@ pub fn escalations(root: &Path, args: &EscalationsArgs) -> Result<Code> {
     let list: Vec<EscalationView> = journal
         .escalations(!args.all)?
         .iter()
-        .map(|e| EscalationView::of(e, false))
+        .map(|e| baton_engine::protocol::escalation_view(e, false))
         .collect();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&list)?);
@@ -302,122 +302,31 @@ pub fn escalations(root: &Path, args: &EscalationsArgs) -> Result<Code> {
     Ok(Code::Ok)
 }
 
-/// An answer recorded by `baton answer` (or the web board, through the same code).
-#[derive(Debug, Clone)]
-pub struct Recorded {
-    /// The escalation.
-    pub id: i64,
-    /// The stored choice.
-    pub choice: String,
-    /// Its label.
-    pub label: String,
-    /// The command that acts on it.
-    pub next: String,
-    /// The label of the option baton recommended (the first).
-    pub recommended: Option<String>,
-    /// The escalation as it was asked.
-    pub escalation: baton_store::journal::EscalationRecord,
-}
-
-/// Why an answer was not recorded.
-#[derive(Debug)]
-pub enum AnswerError {
-    /// No escalation has this number.
-    Unknown(i64),
-    /// It was answered already.
-    Already {
-        /// The escalation.
-        id: i64,
-        /// The answer's label.
-        label: String,
-    },
-    /// The typed choice is not one of its options.
-    NotAnOption(String),
-    /// The journal could not be read or written.
-    Journal(anyhow::Error),
-}
-
-impl std::fmt::Display for AnswerError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            AnswerError::Unknown(id) => write!(
-                f,
-                "no escalation #{id}; `baton escalations` lists the open ones"
-            ),
-            AnswerError::Already { id, label } => {
-                write!(f, "escalation #{id} was already answered: {label}")
-            }
-            AnswerError::NotAnOption(why) => f.write_str(why),
-            AnswerError::Journal(e) => write!(f, "{e:#}"),
-        }
-    }
-}
-
-/// Records `typed` (an option's number, id or label) as the answer to escalation `id`: the one
-/// code path of `baton answer` and the board's answer form.
-pub fn record_answer(cfg: &Config, id: i64, typed: &str) -> Result<Recorded, AnswerError> {
-    let mut journal = crate::project::journal(cfg).map_err(AnswerError::Journal)?;
-    let found = baton_store::journal::EscalationLog::escalation(&journal, id)
-        .map_err(|e| AnswerError::Journal(e.into()))?;
-    let Some(e) = found.as_ref() else {
-        return Err(AnswerError::Unknown(id));
-    };
-    let kind = EscalationKind::parse(&e.kind);
-    let already = |a: &str| AnswerError::Already {
-        id: e.id,
-        label: baton_core::escalation::Choice::label_of(kind, a),
-    };
-    if let Some(a) = &e.answer {
-        return Err(already(a));
-    }
-    let choice = choose(kind, &e.options, typed).map_err(AnswerError::NotAnOption)?;
-    let recorded = journal
-        .answer_escalation(e.id, &choice, &jiff::Timestamp::now().to_string())
-        .map_err(|e| AnswerError::Journal(e.into()))?;
-    if !recorded {
-        // Answered by someone else between the read and the write.
-        let now = baton_store::journal::EscalationLog::escalation(&journal, id)
-            .map_err(|e| AnswerError::Journal(e.into()))?;
-        let label = now.and_then(|e| e.answer).unwrap_or_default();
-        return Err(already(&label));
-    }
-    // A plan task's key is `sdd:<plan>#<id>`: `baton sdd <plan>` acts on its answer.
-    let key = e.key.as_deref().unwrap_or_default();
-    let next = if let Some(task) = key.strip_prefix("sdd:") {
-        format!(
-            "`baton sdd {}`",
-            task.rsplit_once('#').map_or(task, |(plan, _)| plan)
-        )
-    } else if let Some(session) = key.strip_prefix("bmad:") {
-        // A session is `<skill>-<n>`.
-        format!(
-            "`baton bmad run {}`",
-            session.rsplit_once('-').map_or(session, |(skill, _)| skill)
-        )
-    } else {
-        "`baton sprint`".to_owned()
-    };
-    Ok(Recorded {
-        id: e.id,
-        label: baton_core::escalation::Choice::label_of(kind, &choice),
-        choice,
-        next,
-        recommended: e
-            .options
-            .first()
-            .map(|o| baton_core::escalation::Choice::label_of(kind, o)),
-        escalation: e.clone(),
-    })
+/// Records `typed` (an option's number, id or label) as the answer to escalation `id`, and
+/// writes the answer's event to the run event log: the one code path of `baton answer` and the
+/// board's answer form (`baton_engine::answer`).
+pub fn record_answer(cfg: &Config, id: i64, typed: &str) -> Result<Result<Recorded, AnswerError>> {
+    let mut journal = crate::project::journal(cfg)?;
+    let now = jiff::Timestamp::now().to_string();
+    Ok(baton_engine::answer::record_answer(
+        &mut journal,
+        id,
+        typed,
+        &now,
+    ))
 }
 
 /// Runs `baton answer`.
 pub fn answer(root: &Path, args: &AnswerArgs) -> Result<Code> {
     let cfg = crate::project::config(root)?;
-    let recorded = match record_answer(&cfg, args.id, &args.choice) {
+    let recorded = match record_answer(&cfg, args.id, &args.choice)? {
         Ok(r) => r,
-        Err(AnswerError::Journal(e)) => return Err(e),
+        Err(AnswerError::Journal(e)) => return Err(e.into()),
         Err(e) => bail!("{e}"),
     };
+    if let Some(why) = &recorded.event_error {
+        eprintln!("warning: the answer stands, but open boards learn of it only on reload: {why}");
+    }
     println!(
         "escalation #{} answered: {}\nnext: {} continues with it",
         recorded.id, recorded.label, recorded.next

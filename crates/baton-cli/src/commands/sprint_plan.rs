@@ -1,5 +1,7 @@
-//! `baton sprint-plan`: `sprint-status.yaml` generated from the epics document, or the epics
-//! merged into it (BMAD-FORMAT.md R5).
+//! `baton sprint-plan`: `sprint-status.yaml` generated from the epics documents, or the epics
+//! merged into it (BMAD-FORMAT.md R5). Every epics document of the planning folder is read, as
+//! BMad's sprint planning passes every epic file to its script; a document both whole and sharded
+//! is a question for the person (`--epics whole|sharded`), never a guess.
 
 use crate::commands::Code;
 use crate::plan_args::SprintPlanArgs;
@@ -7,15 +9,62 @@ use anyhow::{Context, Result, bail};
 use baton_store::journal::SqliteJournal;
 use baton_store::ledger::Now;
 use baton_store::lock::FileLock;
-use baton_store::planning::{self, shown};
+use baton_store::planning::{self, EpicsVersion, LoadedPlan, shown};
 use baton_store::sprint_file::plan::{
     PlanJournal, PlanReport, plan_sprint, plan_warnings, planned_from,
 };
 use std::path::Path;
 
+/// The version `--epics` names.
+pub fn version(flag: Option<&str>) -> EpicsVersion {
+    match flag {
+        Some("whole") => EpicsVersion::Whole,
+        Some("sharded") => EpicsVersion::Sharded,
+        _ => EpicsVersion::Undecided,
+    }
+}
+
+/// The question to ask when an epics document exists both whole and sharded and nobody said
+/// which is current: `None` when there is nothing to ask.
+pub fn undecided(root: &Path, loaded: &LoadedPlan, command: &str) -> Option<String> {
+    let pairs: Vec<String> = loaded
+        .undecided
+        .iter()
+        .map(|t| {
+            format!(
+                "`{}` and `{}`",
+                shown(root, &t.whole),
+                shown(root, &t.sharded)
+            )
+        })
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "which epics are current? {} hold the same document, whole and sharded, and planning \
+         from the wrong one would lose or invent stories. Say which: `{command} --epics whole` \
+         or `{command} --epics sharded` (or remove the one that is out of date)",
+        pairs.join(", ")
+    ))
+}
+
 /// Plans the sprint from the epics in the planning folder; the report of what changed.
 pub fn plan(root: &Path, cfg: &crate::config::Config) -> Result<PlanReport> {
-    let loaded = planning::load(&cfg.planning, root)?;
+    plan_choosing(root, cfg, EpicsVersion::Undecided)
+}
+
+/// [`plan`], reading `version` of a document both whole and sharded; refused, with the question,
+/// when there is one and nobody said.
+pub fn plan_choosing(
+    root: &Path,
+    cfg: &crate::config::Config,
+    version: EpicsVersion,
+) -> Result<PlanReport> {
+    let loaded = planning::load_choosing(&cfg.planning, root, version)?;
+    if let Some(question) = undecided(root, &loaded, "baton sprint-plan") {
+        bail!("{question}");
+    }
     let Some(epics) = loaded.epics else {
         bail!(
             "no epics document in `{}` (looked for `*epic*.md` and `epics/index.md`)",
@@ -46,12 +95,22 @@ pub fn plan(root: &Path, cfg: &crate::config::Config) -> Result<PlanReport> {
     };
     let mut report = plan_sprint(&cfg.sprint_status, &header, &plan, now.stamp, Some(&mut pj))?;
     report.warnings = plan_warnings(&epics);
+    if epics.documents.len() > 1 {
+        report.documents = epics.documents.iter().map(|d| d.name.clone()).collect();
+    }
     Ok(report)
 }
 
 /// Prints what a planning run did.
 pub fn print_report(root: &Path, path: &Path, r: &PlanReport) {
     let file = shown(root, path);
+    if !r.documents.is_empty() {
+        println!(
+            "Planned from {} epics documents: {}.",
+            r.documents.len(),
+            r.documents.join(", ")
+        );
+    }
     if r.created {
         println!("Created {file} with {} entries.", r.added.len());
     } else if r.added.is_empty() && r.raised.is_empty() {
@@ -95,7 +154,7 @@ pub fn print_report(root: &Path, path: &Path, r: &PlanReport) {
 /// Runs `baton sprint-plan`.
 pub fn run(root: &Path, args: &SprintPlanArgs) -> Result<Code> {
     let cfg = crate::project::config(root)?;
-    let report = plan(root, &cfg)?;
+    let report = plan_choosing(root, &cfg, version(args.epics.as_deref()))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

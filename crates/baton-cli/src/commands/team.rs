@@ -111,7 +111,7 @@ pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
         RunEnd::Completed => Code::Ok,
         RunEnd::Paused => Code::Paused,
         RunEnd::Stopped => Code::Budget,
-        RunEnd::Cancelled | RunEnd::Failed => Code::Error,
+        RunEnd::Cancelled | RunEnd::Failed | RunEnd::Interrupted => Code::Error,
     };
     if args.json {
         let out = serde_json::json!({ "run_id": run_id, "report": report });

@@ -678,10 +678,22 @@ fn the_menu_detector_over_every_markdown_file_of_bmads_skills_is_pinned() {
             whole_hits += 1;
             report.push_str(&format!("WHOLE FILE {} {}\n", rel.display(), whole.score));
         }
-        // What a skill tells the agent to display is what the agent's turn will end with.
+        // What a skill tells the agent to display is what the agent's turn will end with: a
+        // `Display:` line, or a step file's menu line shown as it is
+        // (`**All validations complete!** [C] Complete Workflow`).
+        let step_file = rel.components().any(|c| c.as_os_str() == "steps");
         for line in text.lines() {
-            let Some(shown) = line.trim().strip_prefix("Display:") else {
-                continue;
+            let t = line.trim();
+            let shown = match t.strip_prefix("Display:") {
+                Some(shown) => shown,
+                None if step_file
+                    && t.contains("[C]")
+                    && !t.starts_with(['-', '#', '|', '>', '*'])
+                    || step_file && t.starts_with("**") && t.contains("[C]") =>
+                {
+                    t
+                }
+                None => continue,
             };
             let shown = shown.trim().trim_matches(['"', '`']);
             if shown.is_empty() {
@@ -798,4 +810,215 @@ pub(super) fn install_bmad(installer: &Path, dir: &Path) {
         "bmad-method install: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A plan made in phases, as create-epics writes it when run again: `epics.md` (phase 1, with
+/// its coverage written as ranges), `epics-next.md` (phase 2, numbering its own Epic 28 and
+/// claiming its requirements as a range), and `epics-cli-ux`, kept whole and sharded, the two
+/// versions differing (one of them superseded).
+fn phased_plan(p: &Project) {
+    let criteria = "\n**Given** a file\n**When** it runs\n**Then** it works\n\n";
+    let story = |n: &str, title: &str| format!("### Story {n}: {title}\n{criteria}");
+    let mut prd = String::from("# PRD\n\n## Functional Requirements\n\n");
+    for n in 1..=21 {
+        prd.push_str(&format!("- FR{n}: requirement {n}\n"));
+    }
+    prd.push_str("\n## Non-Functional Requirements\n\n- NFR1: fast\n- NFR2: small\n");
+    p.write(&format!("{PLANNING}/prd.md"), &prd);
+    p.write(
+        &format!("{PLANNING}/epics.md"),
+        &format!(
+            "---\nstepsCompleted: [1, 2, 3, 4]\n---\n# Tally - Epic Breakdown\n\n\
+             ## Requirements Inventory\n\n### Functional Requirements\n\n\
+             FR1-FR15: Section Detection — COMPLETE\nFR16\u{2013}FR18: Export — COMPLETE\n\n\
+             ### NonFunctional Requirements\n\nNFR1-NFR2: Performance — COMPLETE\n\n\
+             ## Epic 1: Section detection\n\n{}{}## Epic 2: Export\n\n{}\
+             ## Epic 28: Legacy import\n\n{}{}{}",
+            story("1.1", "Detect headings"),
+            story("1.2", "Detect lists"),
+            story("2.1", "Export CSV"),
+            story("28.1", "Read old files"),
+            story("28.2", "Map old fields"),
+            story("28.3", "Report import errors"),
+        ),
+    );
+    p.write(
+        &format!("{PLANNING}/epics-next.md"),
+        &format!(
+            "# Tally Next - Epic Breakdown\n\n## Epic 28: Cloud sync\n\n**FRs covered:** FR19-FR20 (all)\n\n\
+             {}{}{}{}## Epic 29: Sharing\n\n**FRs covered:** FR21\n\n{}",
+            story("28.1", "Sync daemon"),
+            story("28.2", "Conflict detection"),
+            story("28.3", "Offline queue"),
+            story("28.4", "Conflict resolution"),
+            story("29.1", "Share links"),
+        ),
+    );
+    p.write(
+        &format!("{PLANNING}/epics-cli-ux.md"),
+        &format!(
+            "# CLI UX\n\n## Epic 30: CLI ergonomics\n\n{}{}",
+            story("30.1", "Colored output"),
+            story("30.2", "Progress bars"),
+        ),
+    );
+    p.write(
+        &format!("{PLANNING}/epics-cli-ux/index.md"),
+        "# CLI UX\n\n- [Epic 30](./epic-30-cli-ergonomics.md)\n",
+    );
+    p.write(
+        &format!("{PLANNING}/epics-cli-ux/epic-30-cli-ergonomics.md"),
+        &format!(
+            "# Epic 30: CLI ergonomics\n\n{}{}{}",
+            story("30.1", "Colored output"),
+            story("30.2", "Progress bars and spinners"),
+            story("30.3", "Shell completions"),
+        ),
+    );
+}
+
+#[test]
+fn several_epics_documents_plan_as_bmads_generate_plans_them_and_a_twin_is_asked_about() {
+    let Some(bmad) = bmad() else { return };
+    for (version, cli_ux) in [
+        ("whole", vec!["epics-cli-ux.md"]),
+        (
+            "sharded",
+            vec![
+                "epics-cli-ux/index.md",
+                "epics-cli-ux/epic-30-cli-ergonomics.md",
+            ],
+        ),
+    ] {
+        let p = project_with(
+            "epics.md",
+            "## Epic 1: Section detection\n### Story 1.1: Detect headings\n### Story 1.2: Detect lists\n\n\
+             ## Epic 2: Export\n### Story 2.1: Export CSV\n\n## Epic 28: Legacy import\n\
+             ### Story 28.1: Read old files\n### Story 28.2: Map old fields\n### Story 28.3: Report import errors\n",
+        );
+        // Phase 1 was planned and built; a story of an older plan is still in the file, done.
+        p.ok(&["sprint-plan"]);
+        let built = restatus(&p.read_sprint(), |k, _| match k {
+            "epic-1" | "1-1-detect-headings" | "1-2-detect-lists" | "epic-28" => Some("done"),
+            "28-1-read-old-files" | "28-2-map-old-fields" | "28-3-report-import-errors" => {
+                Some("done")
+            }
+            "epic-2" => Some("in-progress"),
+            "2-1-export-csv" => Some("review"),
+            _ => None,
+        })
+        .replace(
+            "  28-3-report-import-errors: done\n",
+            "  28-3-report-import-errors: done\n  28-4-legacy-export: done\n",
+        );
+        p.write(SPRINT_REL, &built);
+        phased_plan(&p);
+        p.write(
+            &format!("{IMPL}/29-1-share-links.md"),
+            "# Story 29.1: Share links\n\nStatus: ready-for-dev\n",
+        );
+
+        // Whole and sharded versions of one document: asked, nothing written.
+        for command in ["sprint-plan", "check"] {
+            let asked = p.run(&[command]);
+            assert_ne!(asked.code, Some(0), "{}", asked.describe());
+            let choose = format!(
+                "Say which: `baton {command} --epics whole` or `baton {command} --epics sharded`"
+            );
+            for said in ["epics-cli-ux.md", "epics-cli-ux/index.md", choose.as_str()] {
+                assert!(
+                    asked.stderr.contains(said),
+                    "{command}: {}",
+                    asked.describe()
+                );
+            }
+        }
+        assert_eq!(p.read_sprint(), built, "asking wrote nothing");
+
+        let before = p.root().join("bmad-sprint-status.yaml");
+        std::fs::write(&before, &built).expect("copy");
+        let report = parse_json(&p.ok(&["sprint-plan", "--epics", version, "--json"]));
+        let mut names = vec!["epics.md"];
+        names.extend(cli_ux.iter().copied());
+        names.push("epics-next.md");
+        let files: Vec<PathBuf> = names
+            .iter()
+            .map(|n| p.root().join(PLANNING).join(n))
+            .collect();
+        let theirs = bmad.generate(p.root(), &files, &before);
+
+        // The same keys, order and statuses, but for the story no plan names any more, which
+        // baton keeps (and reports) where BMad drops it (and reports it).
+        let ours: Vec<(String, String)> = bmad
+            .entries(&p.sprint_path())
+            .into_iter()
+            .filter(|(k, _)| k != "28-4-legacy-export")
+            .collect();
+        assert_eq!(
+            ours,
+            bmad.entries(&before),
+            "{version}: baton's plan differs from BMad's"
+        );
+        assert_eq!(
+            report["orphans"],
+            serde_json::json!([["28-4-legacy-export", "done"]]),
+            "{report}"
+        );
+        assert_eq!(
+            theirs["dropped_orphans"],
+            serde_json::json!([{"key": "28-4-legacy-export", "status": "done"}]),
+            "{theirs}"
+        );
+        // No finished story is taken for a story of the other plan: the later plan's 28.x are
+        // new, in both.
+        assert!(report.get("renamed").is_none(), "{report}");
+        let added: Vec<&str> = report["added"]
+            .as_array()
+            .expect("added")
+            .iter()
+            .filter_map(|a| a[0].as_str())
+            .collect();
+        let mut theirs_new: Vec<&str> = theirs["new_entries"]
+            .as_array()
+            .expect("new entries")
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        let mut ours_new = added.clone();
+        ours_new.sort_unstable();
+        theirs_new.sort_unstable();
+        assert_eq!(ours_new, theirs_new);
+        assert!(added.contains(&"28-4-conflict-resolution"), "{added:?}");
+        let statuses = p.statuses();
+        assert_eq!(statuses["28-1-read-old-files"], "done");
+        assert_eq!(statuses["28-1-sync-daemon"], "backlog");
+        assert_eq!(statuses["29-1-share-links"], "ready-for-dev");
+        let ux: Vec<&String> = statuses.keys().filter(|k| k.starts_with("30-")).collect();
+        assert_eq!(ux.len(), if version == "whole" { 2 } else { 3 }, "{ux:?}");
+        assert_eq!(
+            report["documents"],
+            serde_json::json!([
+                "_bmad-output/planning-artifacts/epics.md",
+                if version == "whole" {
+                    "_bmad-output/planning-artifacts/epics-cli-ux.md"
+                } else {
+                    "_bmad-output/planning-artifacts/epics-cli-ux/"
+                },
+                "_bmad-output/planning-artifacts/epics-next.md"
+            ]),
+            "{report}"
+        );
+        assert_eq!(bmad.problems(&p.sprint_path()), Vec::<String>::new());
+        assert_eq!(baton_next(&p), bmad.recommendation(&before));
+
+        // The check reads the same documents, and coverage written as ranges is coverage.
+        let check = p.run(&["check", "--epics", version, "--json"]);
+        let found = parse_json(&check);
+        assert_eq!(found["epics_documents"], report["documents"], "{found}");
+        let findings = found["findings"].to_string();
+        assert!(!findings.contains("is covered by no story"), "{findings}");
+        assert_eq!(found["high"], 0, "{found:#}");
+        // Every planned story is one the check sees.
+        assert!(!findings.contains("no stories"), "{findings}");
+    }
 }

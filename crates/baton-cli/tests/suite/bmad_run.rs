@@ -14,12 +14,12 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-struct Tools {
-    installer: PathBuf,
-    uv_dir: PathBuf,
+pub(super) struct Tools {
+    pub(super) installer: PathBuf,
+    pub(super) uv_dir: PathBuf,
 }
 
-fn tools() -> Option<Tools> {
+pub(super) fn tools() -> Option<Tools> {
     let required = std::env::var("BATON_TEST_BMAD_REQUIRED").as_deref() == Ok("1");
     let installer = std::env::var_os("BATON_TEST_BMAD_DIR")
         .map(|d| PathBuf::from(d).join("node_modules/.bin/bmad-method"))
@@ -43,9 +43,14 @@ fn tools() -> Option<Tools> {
 }
 
 /// A project with BMad installed by its own installer, a script and a trusted `baton.toml`.
-fn bmad_project(t: &Tools, extra_toml: &str, script: &Script) -> Project {
+pub(super) fn bmad_project(t: &Tools, extra_toml: &str, script: &Script) -> Project {
     let p = Project::empty();
     super::bmad_parity::install_bmad(&t.installer, p.root());
+    set_up(p, extra_toml, script)
+}
+
+/// `p`, with BMad installed, given a script and a trusted `baton.toml`.
+pub(super) fn set_up(p: Project, extra_toml: &str, script: &Script) -> Project {
     p.write(
         "baton.toml",
         &format!(
@@ -59,7 +64,7 @@ fn bmad_project(t: &Tools, extra_toml: &str, script: &Script) -> Project {
 }
 
 /// `baton ARGS` with `uv` on its `PATH`.
-fn bmad_command(p: &Project, t: &Tools, args: &[&str]) -> Command {
+pub(super) fn bmad_command(p: &Project, t: &Tools, args: &[&str]) -> Command {
     let mut cmd = command(p, args);
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut dirs = vec![t.uv_dir.clone()];
@@ -68,11 +73,11 @@ fn bmad_command(p: &Project, t: &Tools, args: &[&str]) -> Command {
     cmd
 }
 
-fn bmad(p: &Project, t: &Tools, args: &[&str]) -> super::common::Run {
+pub(super) fn bmad(p: &Project, t: &Tools, args: &[&str]) -> super::common::Run {
     super::sprint::run_guarded(bmad_command(p, t, args), args)
 }
 
-fn report(run: &super::common::Run) -> Value {
+pub(super) fn report(run: &super::common::Run) -> Value {
     let v: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| {
         panic!("not JSON ({e}): {}", run.describe());
     });
@@ -88,7 +93,7 @@ fn config_value(p: &Project, key: &str) -> String {
 }
 
 /// The steps of `session` at `stage`, in order: (attempt, detail).
-fn session_steps(p: &Project, session: &str, stage: &str) -> Vec<(u32, Option<String>)> {
+pub(super) fn session_steps(p: &Project, session: &str, stage: &str) -> Vec<(u32, Option<String>)> {
     use baton_store::journal::Journal;
     let j = baton_store::journal::SqliteJournal::open(&p.root().join(".baton/baton.db"))
         .expect("journal");
@@ -313,10 +318,9 @@ fn six_menus_run_unattended_at_tier_1_and_pause_at_the_first_at_tier_4() {
     assert_eq!(report(&run)["menus"], 1);
 }
 
-#[test]
-fn a_stalled_validation_calls_one_party_then_a_person() {
-    let Some(t) = tools() else { return };
-    let skill = "bmad-create-epics-and-stories";
+/// A validation that fails twice on the same issue, a party of two rounds, and the same issue
+/// after it.
+fn stalled_validation() -> Script {
     let fail = |issue: &str| format!("Validation done.\nVerdict: FAIL\n- [major] {issue}");
     let s = Script::new()
         .turn(
@@ -342,12 +346,19 @@ fn a_stalled_validation_calls_one_party_then_a_person() {
     // After the party the same issue comes back.
     let mut s = s;
     s.turns[1]["repeat"] = json!(true);
-    let s = s.turn(
+    s.turn(
         "bmad-skill",
         "party of reviewers discussed",
         &fail("FR3 is not covered"),
         vec![],
-    );
+    )
+}
+
+#[test]
+fn a_stalled_validation_calls_one_party_then_a_person() {
+    let Some(t) = tools() else { return };
+    let skill = "bmad-create-epics-and-stories";
+    let s = stalled_validation();
     let p = bmad_project(&t, "", &s);
     let run = bmad(&p, &t, &["bmad", "run", skill, "--tier", "1", "--json"]).expect_code(3);
     let r = report(&run);
@@ -407,11 +418,18 @@ fn a_kill_in_turn_3_resumes_at_turn_3_and_rollback_restores_turn_2() {
             break;
         }
     }
+    let killed = super::lifecycle::running(&p, "bmad");
     let _ = child.kill();
     let _ = child.wait();
     assert!(begun, "turn 3 never began");
     six_menus(None).install(&p);
     let run = bmad(&p, &t, &["bmad", "run", skill, "--json"]).expect_code(0);
+    // The next run marks the killed one ended (interrupted) in the journal.
+    assert_eq!(killed.len(), 1, "the killed run: {killed:?}");
+    assert_eq!(
+        super::lifecycle::run_record(&p, &killed[0]).status,
+        "interrupted"
+    );
     assert_eq!(report(&run)["end"], "completed", "{}", run.describe());
     let turns: Vec<u32> = session_steps(&p, &format!("{skill}-1"), "bmad-turn")
         .iter()
@@ -440,6 +458,8 @@ fn a_kill_in_turn_3_resumes_at_turn_3_and_rollback_restores_turn_2() {
         archived.contains(&"after turn 7\n".to_owned()),
         "{archived:?}"
     );
+    // The killed run stays ended (interrupted), on the board's runs page too.
+    super::lifecycle::assert_interrupted(&p, &killed[0]);
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -588,5 +608,100 @@ fn the_watch_reports_a_change_made_outside_a_run_once() {
         vec![json!({"event": "status", "key": K1, "from": "backlog", "to": "in-progress"})],
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The BMad events of the project's run event log, as `name detail` lines.
+fn bmad_events(p: &Project) -> Vec<String> {
+    use baton_engine::protocol::{EventBody as B, Scope, UnitKey};
+    super::common::run_events(p.root())
+        .into_iter()
+        .filter_map(|(scope, body)| {
+            let unit = match &scope {
+                Scope::Unit(UnitKey::Bmad(s)) => s.clone(),
+                _ => return None,
+            };
+            let line = match body {
+                B::BmadTurn { session, turn } => format!("turn {session} {turn}"),
+                B::BmadMenuAnswered {
+                    session,
+                    selection,
+                    by,
+                    ..
+                } => format!("menu {session} {selection} by {by}"),
+                B::BmadParty {
+                    session, members, ..
+                } => format!("party {session} {}", members.len()),
+                B::BmadSessionEnded { session, end, .. } => format!("ended {session} {end}"),
+                _ => return None,
+            };
+            assert!(line.contains(&unit), "{line} is scoped to {unit}");
+            Some(line)
+        })
+        .collect()
+}
+
+#[test]
+fn a_sessions_turns_menus_parties_and_end_are_events() {
+    let Some(t) = tools() else { return };
+    let skill = "bmad-create-epics-and-stories";
+    let session = format!("{skill}-1");
+    let p = bmad_project(&t, "", &six_menus(None));
+    bmad(&p, &t, &["bmad", "run", skill, "--tier", "1", "--json"]).expect_code(0);
+    let events = bmad_events(&p);
+    let turns = events.iter().filter(|e| e.starts_with("turn ")).count();
+    let menus: Vec<&String> = events.iter().filter(|e| e.starts_with("menu ")).collect();
+    assert_eq!(turns, 7, "{events:#?}");
+    assert_eq!(menus.len(), 6, "{events:#?}");
+    assert!(menus.iter().all(|m| m.ends_with(" by baton")), "{menus:#?}");
+    assert_eq!(
+        events.first().map(String::as_str),
+        Some(&*format!("turn {session} 1"))
+    );
+    assert_eq!(
+        events.last().map(String::as_str),
+        Some(&*format!("ended {session} completed")),
+        "{events:#?}"
+    );
+
+    let p = bmad_project(&t, "", &stalled_validation());
+    bmad(&p, &t, &["bmad", "run", skill, "--tier", "1", "--json"]).expect_code(3);
+    let events = bmad_events(&p);
+    assert_eq!(
+        events.iter().filter(|e| e.starts_with("party ")).count(),
+        1,
+        "{events:#?}"
+    );
+}
+
+#[test]
+fn a_finished_session_that_kept_a_memlog_offers_its_import() {
+    let Some(t) = tools() else { return };
+    let p = bmad_project(&t, "", &Script::new());
+    let ws = "_bmad-output/planning-artifacts/prds/prd-offer";
+    prd_script(ws, "complete", &[]).install(&p);
+    let run = bmad(
+        &p,
+        &t,
+        &["bmad", "run", "bmad-prd", "--input", "a todo app"],
+    )
+    .expect_code(0);
+    let offer = format!("`baton memory import {ws}/.memlog.md`");
+    assert!(run.stdout.contains(&offer), "{}", run.describe());
+    // The command offered works, once.
+    let import = ["memory", "import", &format!("{ws}/.memlog.md")];
+    let first = baton(&p, &import).expect_code(0);
+    assert!(
+        first.stdout.contains("1 new memories"),
+        "{}",
+        first.describe()
+    );
+    let again = baton(&p, &import).expect_code(0);
+    assert!(
+        again
+            .stdout
+            .contains("0 new memories, 0 strengthened, 1 imported before"),
+        "{}",
+        again.describe()
     );
 }

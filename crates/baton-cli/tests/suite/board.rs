@@ -1420,6 +1420,174 @@ mod browser {
             c.close().await.unwrap();
         });
     }
+
+    /// What the open board says of the open escalations, K1's badge, and the budget.
+    async fn summary(c: &Client) -> (String, bool, String, String) {
+        let v = js(
+            c,
+            &format!(
+                "return [document.getElementById('open-escalations').textContent, \
+                 !!document.querySelector('#story-{K1} .badge.esc'), \
+                 document.getElementById('budget-spent').textContent, \
+                 document.querySelector('label[for=budget-meter]').textContent];"
+            ),
+        )
+        .await;
+        let s = |i: usize| v[i].as_str().unwrap_or_default().to_owned();
+        (s(0), v[1].as_bool().unwrap_or(true), s(2), s(3))
+    }
+
+    /// The budget a fresh copy of the board shows: the newest run's spend, and that run.
+    fn budget_now(server: &Server) -> (String, String) {
+        let b = &server.json("/")["budget"];
+        (
+            format!("${:.4}", b["spent"]["cost_usd"].as_f64().unwrap()),
+            b["run"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// Two escalations of K1: the first answered on another page of the board, the second with
+    /// `baton answer` in a terminal, each after the board was opened and never reloaded. Both
+    /// times the open board drops to 0 open escalations, loses K1's badge and shows the budget
+    /// of the newest run (the second sprint's, not the first's nor their sum).
+    #[test]
+    fn an_open_board_follows_answers_given_on_another_page_and_in_a_terminal() {
+        let Some((chromium, driver)) = browser_or_skip("board answer browser test") else {
+            return;
+        };
+        let issue = "round 1 finds a problem (issue-1x)";
+        let issue2 = "round 2 finds another (issue-2x)";
+        let issue3 = "round 3 still finds one (issue-3x)";
+        let script = Script::new()
+            .create(K1)
+            .develop(K1, true)
+            .review(K1, 1, &fail_verdict(issue))
+            .fix(K1, 1, &re(issue), true)
+            .review(K1, 2, &fail_verdict(issue2))
+            .fix(K1, 2, &re(issue2), true)
+            .review(K1, 3, &fail_verdict(issue3))
+            .straight(K2);
+        let p = sprint_project(
+            Toml {
+                sprint: "max_review_rounds = 1",
+                tail: "[prices.\"script/t\"]\ninput_per_mtok = 1000.0\noutput_per_mtok = 1000.0\n",
+                ..Toml::default()
+            },
+            &script,
+        );
+        baton(&p, &["sprint", "--yolo", "--batch", "2"]).expect_code(3);
+        let first = open_escalations(&p);
+        assert_eq!(first.len(), 1, "{first:?}");
+        let first_id = first[0]["id"].as_i64().unwrap();
+        let server = Server::start(&p, &[], &[]);
+        let (first_spend, first_run) = budget_now(&server);
+        assert_ne!(first_spend, "$0.0000", "the first run cost nothing");
+        let driver = Driver::start(chromium, &driver);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let c = driver.session().await;
+            let base = format!("http://{}", server.addr);
+            c.goto(&format!("{base}/?token={}", server.token))
+                .await
+                .unwrap();
+            c.wait()
+                .for_element(Locator::Css(&format!("#story-{K1} .badge.esc")))
+                .await
+                .unwrap();
+            until("the live stream is open", || async {
+                js(
+                    &c,
+                    "return document.getElementById('connection').textContent",
+                )
+                .await
+                    == "live"
+            })
+            .await;
+            js(&c, "window.__sameDocument = 'board'; return null").await;
+            let before = summary(&c).await;
+            assert_eq!(
+                (before.0.as_str(), before.1, before.2.as_str()),
+                ("1 open escalation", true, first_spend.as_str()),
+                "{before:?}"
+            );
+            let board_window = c.window().await.unwrap();
+
+            // Answered on another page of the board, in a second window.
+            let other = c.new_window(false).await.unwrap().handle;
+            c.switch_to_window(other.clone()).await.unwrap();
+            c.goto(&format!("{base}/escalations")).await.unwrap();
+            c.find(Locator::Id(&format!("answer-{first_id}")))
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+            c.wait()
+                .for_element(Locator::Css("p.notice"))
+                .await
+                .unwrap();
+            assert!(
+                open_escalations(&p).is_empty(),
+                "the answer was not recorded"
+            );
+            c.switch_to_window(board_window.clone()).await.unwrap();
+            let want = ("0 open escalations".to_owned(), false, first_spend.clone());
+            until("the board shows the answer from the other page", || async {
+                let now = summary(&c).await;
+                (now.0, now.1, now.2) == want
+            })
+            .await;
+            assert!(summary(&c).await.3.contains(&first_run));
+            assert_eq!(js(&c, "return window.__sameDocument").await, "board");
+
+            // The next sprint resumes K1, which escalates again: the board follows it live.
+            let mut sprint = command(&p, &["sprint", "--yolo", "--allow-dirty", "--batch", "2"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            assert_eq!(wait_exit(&mut sprint), Some(3), "K1 escalates again");
+            let second = open_escalations(&p);
+            assert_eq!(second.len(), 1, "{second:?}");
+            let second_id = second[0]["id"].as_i64().unwrap();
+            until("the board shows the second escalation", || async {
+                let now = summary(&c).await;
+                now.0 == "1 open escalation" && now.1
+            })
+            .await;
+            let (second_spend, second_run) = budget_now(&server);
+            assert_ne!(
+                second_run, first_run,
+                "the second sprint is a run of its own"
+            );
+
+            // Answered with `baton answer` in a terminal.
+            baton(
+                &p,
+                &["answer", &second_id.to_string(), "2", "--no-remember"],
+            )
+            .expect_code(0);
+            let want = ("0 open escalations".to_owned(), false, second_spend.clone());
+            until("the board shows the answer from the terminal", || async {
+                let now = summary(&c).await;
+                (now.0, now.1, now.2) == want
+            })
+            .await;
+            let after = summary(&c).await;
+            assert!(
+                after.3.contains(&second_run) && !after.3.contains(&first_run),
+                "{after:?}"
+            );
+            assert_eq!(js(&c, "return window.__sameDocument").await, "board");
+            // What the board shows is what a reload would.
+            let fresh = server.json("/");
+            assert_eq!(fresh["open_escalations"], 0);
+            c.close().await.unwrap();
+        });
+    }
 }
 
 #[test]

@@ -357,3 +357,28 @@ pub fn snapshot(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     }
     out
 }
+
+/// Every event of the project's run event log (`.baton/baton.db`), oldest first, read as the
+/// protocol's typed events: whom each concerns and what happened.
+pub fn run_events(
+    root: &Path,
+) -> Vec<(
+    baton_engine::protocol::Scope,
+    baton_engine::protocol::EventBody,
+)> {
+    use baton_store::journal::RunEvents as _;
+    let j = baton_store::journal::SqliteJournal::open(&root.join(".baton/baton.db"))
+        .expect("the journal opens");
+    j.events_after(0, 1_000_000)
+        .expect("the run event log reads")
+        .into_iter()
+        .map(|e| {
+            (
+                serde_json::from_str(&e.scope)
+                    .unwrap_or_else(|err| panic!("scope {}: {err}", e.scope)),
+                serde_json::from_str(&e.body)
+                    .unwrap_or_else(|err| panic!("body {}: {err}", e.body)),
+            )
+        })
+        .collect()
+}

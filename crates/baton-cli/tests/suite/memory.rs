@@ -217,7 +217,8 @@ fn a_finding_a_fix_round_resolved_is_recalled_for_the_next_story_on_its_file_onl
 fn retrospective_action_items_are_recalled_in_the_next_epics_first_story() {
     let retro_path = format!("{STORIES}/epic-1-retro.md");
     let retro = "# Epic 1 retrospective\n\n## What went well\n- small stories\n\n## Action items\n\n\
-                 - Inject the clock in every time-dependent test (owner: dev)\n";
+                 - Inject the clock in every time-dependent test (owner: dev)\n\
+                 - none — owner: scrum master\n- N/A\n";
     let s = Script::new().straight(K1).straight(K2).raw(json!({
         "agent": "scrum-master",
         "repeat": true,
@@ -245,6 +246,7 @@ fn retrospective_action_items_are_recalled_in_the_next_epics_first_story() {
     baton(&p, &["trust"]).expect_code(0);
     let (_, report, run) = sprint_json(&p, &["--yolo"], 0);
     assert_eq!(report["completed"], 3, "{report:#}\n{}", run.stderr);
+    // The items that say there is none are not lessons.
     let all = memories(&p);
     assert_eq!(all.len(), 1, "{all:#?}");
     assert_eq!(all[0]["source"], "retrospective");
@@ -441,6 +443,42 @@ fn a_bmad_memlog_is_imported_as_memories() {
         kinds.contains(&("pattern".into(), "real numbers calm people".into())),
         "{kinds:?}"
     );
+    // Importing it again changes nothing: no memory made stronger, nothing added.
+    let before = memories(&p);
+    let again = baton(
+        &p,
+        &[
+            "memory",
+            "import",
+            "./_bmad-output/brainstorming/.memlog.md",
+        ],
+    )
+    .expect_code(0);
+    assert!(
+        again
+            .stdout
+            .contains("0 new memories, 0 strengthened, 2 imported before (unchanged)"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(memories(&p), before);
+    // An entry appended since is the only one imported.
+    let memlog = p.root().join("_bmad-output/brainstorming/.memlog.md");
+    let mut text = std::fs::read_to_string(&memlog).expect("memlog");
+    text.push_str("- (lesson) show the totals first\n");
+    p.write("_bmad-output/brainstorming/.memlog.md", &text);
+    let more = baton(
+        &p,
+        &["memory", "import", "_bmad-output/brainstorming/.memlog.md"],
+    )
+    .expect_code(0);
+    assert!(
+        more.stdout
+            .contains("1 new memories, 0 strengthened, 2 imported before"),
+        "{}",
+        more.stdout
+    );
+    assert_eq!(memories(&p).len(), 3);
     let bad = baton(&p, &["memory", "import", "baton.toml"]).expect_code(1);
     assert!(
         bad.stderr.contains("is not a BMad memlog"),
@@ -486,6 +524,11 @@ fn an_answer_with_a_reason_is_a_decision_and_a_choice_against_the_recommendation
     assert!(
         text.ends_with("because: the rest is tracked in #41"),
         "{text}"
+    );
+    // The decision and its reason, not the question's text.
+    assert_eq!(
+        text,
+        "Chose \"accept as is (mark done)\" because: the rest is tracked in #41"
     );
     let preferences: Vec<Value> = by_source("human-feedback");
     assert_eq!(preferences.len(), 1, "{preferences:#?}");

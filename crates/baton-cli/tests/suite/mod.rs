@@ -2,6 +2,7 @@
 
 mod bmad_parity;
 mod bmad_run;
+mod bmad_targets;
 mod board;
 mod cli_workers;
 mod common;
@@ -14,7 +15,9 @@ mod hand_edits;
 mod hardening;
 mod init;
 mod init_test_command;
+mod lifecycle;
 mod log;
+mod masking;
 mod memory;
 mod parallel;
 mod plan_pipeline;

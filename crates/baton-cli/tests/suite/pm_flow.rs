@@ -527,3 +527,58 @@ fn an_issue_flows_from_triage_to_done_with_one_status_comment() {
     w.assert_no_token();
     w.check_contract();
 }
+
+#[test]
+fn a_pass_and_a_turn_are_events_with_their_effects_seats_and_roles() {
+    use baton_engine::protocol::{EventBody as B, Scope, UnitKey};
+    let w = world(&specialists(), "");
+    let n = w.fake.add_issue(
+        "Greet the visitor",
+        "A visitor wants a greeting.",
+        &[],
+        OWNER,
+    );
+    w.pass();
+    w.turn(n, "business-analyst");
+    w.pass();
+    w.turn(n, "architect");
+    w.pass();
+    w.pass();
+    assert_eq!(w.phase(n), "status/implementing");
+    let events = super::common::run_events(w.p.root());
+    let of_issue: Vec<&B> = events
+        .iter()
+        .filter(|(scope, _)| *scope == Scope::Unit(UnitKey::Issue(n)))
+        .map(|(_, b)| b)
+        .collect();
+    let effects: Vec<&str> = of_issue
+        .iter()
+        .filter_map(|b| match b {
+            B::PmEffectApplied { issue, effect } if *issue == n => Some(effect.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        effects
+            .iter()
+            .any(|e| e.contains("took implementation seat 1")),
+        "{effects:#?}"
+    );
+    assert!(effects.len() >= 4, "{effects:#?}");
+    let seats: Vec<u32> = of_issue
+        .iter()
+        .filter_map(|b| match b {
+            B::PmSeatTaken { issue, seat } if *issue == n => Some(*seat),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(seats, [1]);
+    let roles: Vec<&str> = of_issue
+        .iter()
+        .filter_map(|b| match b {
+            B::PmTurn { issue, role, .. } if *issue == n => Some(role.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(roles, ["business-analyst", "architect"]);
+}

@@ -283,11 +283,18 @@ fn a_pass_killed_between_a_comment_and_its_record_repeats_nothing() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    let killed = super::lifecycle::running(&w.p, "pm");
     child.kill().expect("SIGKILL");
     let _ = child.wait();
     // The killed pass's lock goes stale on GitHub's clock.
     w.fake.advance(SignedDuration::from_mins(11));
     let run = w.pass();
+    // The next pass marks the killed one ended (interrupted) in the journal.
+    assert_eq!(killed.len(), 1, "the killed pass's run: {killed:?}");
+    assert_eq!(
+        super::lifecycle::run_record(&w.p, &killed[0]).status,
+        "interrupted"
+    );
     assert!(
         run.stdout.contains("was begun by a pass that was stopped"),
         "{}",
@@ -307,6 +314,8 @@ fn a_pass_killed_between_a_comment_and_its_record_repeats_nothing() {
     w.pass();
     assert_eq!(count(&w, n, "says it is blocked"), 1);
     w.check_contract();
+    // The killed pass stays ended (interrupted), on the board's runs page too.
+    super::lifecycle::assert_interrupted(&w.p, &killed[0]);
 }
 
 #[test]

@@ -523,3 +523,37 @@ fn project_rules_apply_only_in_a_trusted_project() {
         run.describe()
     );
 }
+
+#[test]
+fn a_shell_script_writing_code_is_blocked_however_it_is_quoted_or_started() {
+    let p = Project::empty();
+    let s = "9a1c0b2e-5d7a-4c11-9a61-0d2f4b6a8c91";
+    baton(&p, &["tdd", "on"]).expect_code(0);
+    for (command, blocked) in [
+        (r#"bash -c "echo 'x = 1' > src/shop/cart.py""#, true),
+        ("sh -c 'echo x = 1 > src/shop/cart.py'", true),
+        (r#"sh -c "echo \"x = 1\" > src/shop/cart.py""#, true),
+        (r#"bash -lc "echo 'x = 1' > src/shop/cart.py""#, true),
+        (r#"env bash -c "echo 'x = 1' > src/shop/cart.py""#, true),
+        (
+            r#"/usr/bin/env -i bash -c "echo 'x' > src/shop/cart.py""#,
+            true,
+        ),
+        (r#"bash -c "sh -c \"echo 'x' > src/shop/cart.py\"""#, true),
+        (r#"cd src && bash -c "cd shop; printf 'x' > cart.py""#, true),
+        (r#"bash -c "pytest -q""#, false),
+        (r#"bash -c "echo 'x = 1' > tests/test_cart.py""#, false),
+    ] {
+        let bash = payload(&p, s, "PreToolUse", "Bash", json!({ "command": command }));
+        let r = guard(&p, &bash);
+        assert_eq!(r.code == Some(2), blocked, "{command}: {}", r.describe());
+        if blocked {
+            assert!(
+                r.stderr.starts_with("baton test-first guard:")
+                    && r.stderr.contains("src/shop/cart.py"),
+                "{command}: {}",
+                r.describe()
+            );
+        }
+    }
+}

@@ -9,10 +9,12 @@
 //! | structural markers: two or more bracketed keys, numbered options, or a `[C] Continue` gate | +30 |
 //! | position: the options close the turn (nothing after them but a prompt) | +20 |
 //! | option count: 2 to 9 options | +20 |
-//! | a `[C] Continue` option | +10 |
+//! | a `[C] Continue` option, or BMad's final `[C] Complete …` | +10 |
 //! | a prompt that asks for a choice ("select", "choose", "confirm", "your choice", "enter", "pick") | +20 |
 //!
-//! and is a menu at 70 points or more. Only the last block of options in the turn is read (what
+//! and is a menu at 70 points or more. One bracketed key after a lead-in on its line counts when
+//! its label closes the line as a title does (`**All validations complete!** [C] Complete
+//! Workflow`, BMad's final menu); the lead-in is then its prompt. Only the last block of options in the turn is read (what
 //! follows it may only be a prompt); a list in the middle of a turn is not a menu. Text inside a code fence, a blockquote or an example
 //! (a paragraph that opens with `Example:`, or a heading naming examples) is never read: a skill
 //! documenting its own menu is not presenting one.
@@ -170,11 +172,13 @@ pub fn detect(turn: &str) -> Detection {
     if options.is_empty() {
         return best;
     }
-    // A prompt on an option line, or right before the options, counts as well.
+    // A prompt on an option line, or right before the options, counts as well; so does the
+    // lead-in of a single option closing the turn on its line.
     prompt |= block.iter().any(|l| {
         let lower = l.to_lowercase();
         PROMPTS.iter().any(|p| lower.contains(p))
     });
+    prompt |= options.len() == 1 && block.len() == 1 && led_in(block[0].trim());
     if start > 0 {
         let before = lines[..start]
             .iter()
@@ -190,8 +194,12 @@ pub fn detect(turn: &str) -> Detection {
     let continues = options
         .iter()
         .any(|o| o.key.eq_ignore_ascii_case("c") && o.label.to_lowercase().starts_with("continue"));
+    // BMad's final menu: one `[C] Complete …` that ends the workflow.
+    let completes = options.len() == 1
+        && options[0].key.eq_ignore_ascii_case("c")
+        && options[0].label.to_lowercase().starts_with("complete");
     let mut score = 0;
-    if options.len() >= 2 || (bracketed && continues) {
+    if options.len() >= 2 || (bracketed && (continues || completes)) {
         score += 30;
     }
     // The options close the turn (at most a prompt after them).
@@ -201,7 +209,7 @@ pub fn detect(turn: &str) -> Detection {
     if (2..=9).contains(&options.len()) {
         score += 20;
     }
-    if continues {
+    if continues || completes {
         score += 10;
     }
     if prompt {
@@ -234,7 +242,10 @@ fn bracketed_options(line: &str) -> Vec<MenuOption> {
     let gate = keys.len() == 1
         && keys[0].2.eq_ignore_ascii_case("c")
         && line.trim_end().ends_with([':', '?']);
-    if !opens && keys.len() < 2 && !gate {
+    // One key after a lead-in, its label closing the line as an option's title does
+    // (`**All validations complete!** [C] Complete Workflow`): BMad's final menu.
+    let closing = keys.len() == 1 && titled(&line[keys[0].1..]);
+    if !opens && keys.len() < 2 && !gate && !closing {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -252,6 +263,27 @@ fn bracketed_options(line: &str) -> Vec<MenuOption> {
         }
     }
     out
+}
+
+/// The longest title an option closing a line may have, in words.
+const MAX_TITLE_WORDS: usize = 5;
+
+/// Whether `label` reads as an option's title: a capital first, a few words, no sentence
+/// punctuation at its end (`Complete Workflow`, not `to continue later, as the docs say.`).
+fn titled(label: &str) -> bool {
+    let label = label.trim();
+    label.chars().next().is_some_and(char::is_uppercase)
+        && label.split_whitespace().count() <= MAX_TITLE_WORDS
+        && !label.ends_with(['.', ',', ';'])
+        && !label.contains(['[', ']'])
+}
+
+/// Whether `line` has text before its first option, which then prompts for it
+/// (`**All validations complete!** [C] Complete Workflow`).
+fn led_in(line: &str) -> bool {
+    let line = line.trim_start_matches(['-', '*', ' ']).replace("**", "");
+    line.find('[')
+        .is_some_and(|at| !line[..at].trim().is_empty())
 }
 
 fn options_of(line: &str) -> Vec<MenuOption> {
@@ -337,6 +369,33 @@ mod tests {
         let sentence = detect("You could press [C] to continue later, as the docs say.");
         assert!(!sentence.is_menu(), "{sentence:?}");
         assert!(!detect("Orientation → [Walkthrough] → Detail Pass → Testing").is_menu());
+    }
+
+    #[test]
+    fn bmads_final_menu_after_a_lead_in_is_a_menu() {
+        // `bmad-create-epics-and-stories`, `step-04-final-validation.md`.
+        let d = detect(
+            "Every FR is covered; epics.md is saved.\n\n**All validations complete!** [C] Complete Workflow",
+        );
+        assert!(d.is_menu(), "{d:?}");
+        assert_eq!(d.score, 80);
+        assert_eq!(
+            d.options,
+            [MenuOption {
+                key: "C".into(),
+                label: "Complete Workflow".into()
+            }]
+        );
+        // Not a continue: finishing is a choice of its own.
+        assert!(d.continue_option().is_none());
+        // A key in a sentence, or a lead-in with a sentence after it, is still not one.
+        for text in [
+            "You could press [C] to continue later, as the docs say.",
+            "Saved it all. [C] was the key you pressed before, and it worked.",
+            "**Done!** [C] complete the form on the next page and then come back.",
+        ] {
+            assert!(!detect(text).is_menu(), "{text:?}: {:?}", detect(text));
+        }
     }
 
     #[test]

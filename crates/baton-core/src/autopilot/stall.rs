@@ -5,12 +5,11 @@
 //! [`Loop`] reads the rounds one by one and says what comes next:
 //!
 //! - a new issue set: fix and validate again;
-//! - the same set as the round before is a stall: with fewer than 2 attempts, retry (memory
-//!   first); with 2 or more, call a party, unless a party already failed on this very set,
-//!   in which case a person decides;
-//! - the same set for the 3rd time in all (`MAX_SAME_ERROR_RETRIES`), a set coming back after
-//!   another (oscillation: A, B, A), or the 10th validation (`MAX_VALIDATION_ITERATIONS`):
-//!   a person decides;
+//! - the same set as the round before is a stall: it calls one party, unless a party was already
+//!   held on this very set (it survived the party), in which case a person decides;
+//! - a set coming back after another (oscillation: A, B, A), the same set for the 3rd time in
+//!   all (`MAX_SAME_ERROR_RETRIES`) without a party, or the 10th validation
+//!   (`MAX_VALIDATION_ITERATIONS`): a person decides;
 //! - no issues: done.
 //!
 //! Every path ends: a person, or done.
@@ -107,6 +106,9 @@ impl Loop {
                 "{MAX_VALIDATION_ITERATIONS} validation rounds without passing"
             ));
         }
+        if repeated && self.failed_parties.contains(hash) {
+            return Next::Escalate("the issues survived a party held on them".into());
+        }
         if times >= MAX_SAME_ERROR_RETRIES {
             return Next::Escalate(format!("the same issues {MAX_SAME_ERROR_RETRIES} times"));
         }
@@ -116,11 +118,8 @@ impl Loop {
         if !repeated {
             return Next::Fix;
         }
-        if self.failed_parties.contains(hash) {
-            return Next::Escalate("a party already failed on these issues".into());
-        }
-        // The rounds so far are the attempts made on this step.
-        if self.rounds > PARTY_AFTER_ATTEMPTS {
+        // The same set twice in a row: the attempts on it are this set's sightings.
+        if times >= PARTY_AFTER_ATTEMPTS {
             Next::Party(hash.to_owned())
         } else {
             Next::Retry
@@ -160,11 +159,16 @@ mod tests {
     }
 
     #[test]
-    fn a_stall_right_away_is_retried_and_a_failed_party_is_never_repeated() {
+    fn the_same_set_twice_calls_one_party_and_a_set_that_survives_it_goes_to_a_person() {
         let a = issue_set_hash(&["a"]);
         let mut l = Loop::new();
         assert_eq!(l.observe(&a, false), Next::Fix);
-        assert_eq!(l.observe(&a, false), Next::Retry);
+        assert_eq!(l.observe(&a, false), Next::Party(a.clone()));
+        l.party_failed(&a);
+        assert_eq!(
+            l.observe(&a, false),
+            Next::Escalate("the issues survived a party held on them".into())
+        );
         let mut l = Loop::new();
         l.party_failed(&a);
         let b = issue_set_hash(&["b"]);
@@ -172,8 +176,39 @@ mod tests {
         assert_eq!(l.observe(&a, false), Next::Fix);
         assert_eq!(
             l.observe(&a, false),
-            Next::Escalate("a party already failed on these issues".into())
+            Next::Escalate("the issues survived a party held on them".into())
         );
+    }
+
+    #[test]
+    fn every_sequence_calls_at_most_one_party_per_set() {
+        let sets: Vec<String> = (0..3).map(|i| issue_set_hash(&[format!("s{i}")])).collect();
+        // Every sequence of up to 10 rounds over 3 sets.
+        for code in 0..3usize.pow(MAX_VALIDATION_ITERATIONS) {
+            let mut l = Loop::new();
+            let mut parties: Vec<String> = Vec::new();
+            let mut c = code;
+            let mut ended = false;
+            for _ in 0..MAX_VALIDATION_ITERATIONS {
+                let h = &sets[c % 3];
+                c /= 3;
+                match l.observe(h, false) {
+                    Next::Party(p) => {
+                        assert!(!parties.contains(&p), "{code}: a second party on one set");
+                        parties.push(p.clone());
+                        l.party_failed(&p);
+                    }
+                    Next::Escalate(_) | Next::Done => {
+                        ended = true;
+                        break;
+                    }
+                    Next::Fix | Next::Retry => {}
+                }
+            }
+            // Each path reached a person (or passed) within the round limit.
+            assert!(ended, "{code} did not end");
+            assert!(parties.len() <= 3);
+        }
     }
 
     #[test]

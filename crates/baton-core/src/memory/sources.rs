@@ -1,8 +1,10 @@
 //! Lessons read out of what the work leaves behind: a retrospective's action items and lessons,
-//! a review finding a fix round resolved, and the entries of a BMad `.memlog.md` (the format
-//! BMad's `memlog.py` writes: a frontmatter block, then one `- (type by who) text` line per
-//! entry). Each becomes a [`Draft`]; what is not a lesson (an idea, a question, an event) is left
-//! out.
+//! a review finding a fix round resolved, a person's decision, and the entries of a BMad
+//! `.memlog.md` (the format BMad's `memlog.py` writes: a frontmatter block, then one
+//! `- (type by who) text` line per entry). Each becomes a [`Draft`]; what is not a lesson is left
+//! out: an idea, a question or an event of a memlog, an action item that says there is none
+//! (`None — owner: scrum master`, `n/a`, `-`), and a finding the next review only words
+//! differently ([`reworded`]).
 
 use super::{Draft, Kind, Scope, Source, normalise};
 use crate::verdict::Finding;
@@ -45,7 +47,7 @@ pub fn retro_drafts(markdown: &str, unit: &str) -> Vec<Draft> {
             continue;
         };
         let text = clean(item);
-        if text.is_empty() {
+        if text.is_empty() || says_none(&text) {
             continue;
         }
         let mut d = Draft::new(Kind::Pattern, Source::Retrospective, text);
@@ -53,6 +55,42 @@ pub fn retro_drafts(markdown: &str, unit: &str) -> Vec<Draft> {
         out.push(d);
     }
     out
+}
+
+/// Whether an item only says there is nothing (`None`, `n/a`, `-`, `none — owner: scrum
+/// master`, `Nothing (owner: SM)`): what follows a dash, a parenthesis or an `owner:` is who
+/// would have owned it, not a lesson.
+pub fn says_none(item: &str) -> bool {
+    let lower = item.to_lowercase();
+    let mut head = lower.as_str();
+    for cut in [" — ", " – ", " - ", "—", "–", "(", "owner:", ";", ","] {
+        if let Some(i) = head.find(cut)
+            && i > 0
+        {
+            head = &head[..i];
+        }
+    }
+    let head = head
+        .trim()
+        .trim_matches(|c: char| c.is_whitespace() || ".:!*_`\"'".contains(c));
+    matches!(
+        head,
+        "" | "-"
+            | "—"
+            | "–"
+            | "none"
+            | "n/a"
+            | "na"
+            | "nil"
+            | "nothing"
+            | "no action items"
+            | "no action item"
+            | "no actions"
+            | "none identified"
+            | "none needed"
+            | "none required"
+            | "not applicable"
+    )
 }
 
 fn heading_level(line: &str) -> Option<usize> {
@@ -112,6 +150,55 @@ pub fn finding_draft(finding: &Finding, story: &str) -> Option<Draft> {
     Some(d)
 }
 
+/// Whether `now`, from the next review of the same story, is the low finding `before` in other
+/// words: the same file, and the same line or mostly the same words (numbers and names such as
+/// `issue-2` must not differ). Such a finding was not resolved, however its text changed. A
+/// finding above low is the fix round's business and is judged by its text alone.
+pub fn reworded(before: &Finding, now: &Finding) -> bool {
+    use crate::verdict::Severity;
+    let file = |f: &Finding| f.file.trim().trim_start_matches("./").to_owned();
+    if before.severity != Severity::Low
+        || now.severity != Severity::Low
+        || file(before) != file(now)
+    {
+        return false;
+    }
+    if before.line.is_some() && before.line == now.line {
+        return true;
+    }
+    let (a, b) = (content_words(&before.issue), content_words(&now.issue));
+    let numbered = |text: &str| -> Vec<String> {
+        text.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+            .map(str::to_owned)
+            .collect()
+    };
+    let (na, nb) = (numbered(&before.issue), numbered(&now.issue));
+    if !na.is_empty() && !nb.is_empty() && !na.iter().any(|w| nb.contains(w)) {
+        return false;
+    }
+    let shared = a.intersection(&b).count();
+    let smaller = a.len().min(b.len());
+    smaller > 0 && shared * 5 >= smaller * 3
+}
+
+/// The words of a finding that carry its meaning, cut to their first six letters so that
+/// `closed` and `closing` are one word.
+fn content_words(text: &str) -> std::collections::BTreeSet<String> {
+    const STOP: &[&str] = &[
+        "the", "and", "for", "this", "that", "with", "not", "are", "was", "but", "its", "should",
+        "could", "would", "from", "into", "than", "then", "when", "which", "there", "their",
+        "have", "has", "does", "doesn", "isn", "can", "may", "might", "will", "any", "all", "one",
+        "also", "here", "been", "being", "only", "very",
+    ];
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3 && !STOP.contains(w))
+        .map(|w| w.chars().take(6).collect())
+        .collect()
+}
+
 fn one_line(s: &str) -> String {
     let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if joined.ends_with(['.', '!', '?']) || joined.is_empty() {
@@ -121,19 +208,16 @@ fn one_line(s: &str) -> String {
     }
 }
 
-/// The decision memory of a person's answer to an escalation with its reason: the question,
-/// the choice and why.
-pub fn answer_decision(
-    unit: Option<&str>,
-    title: &str,
-    finding: &str,
-    chosen: &str,
-    why: &str,
-) -> Draft {
+/// The decision memory of a person's answer to an escalation with its reason: the choice and
+/// why, nothing else. The question can be a whole checkpoint of a skill (pages of a draft): it is
+/// the journal's record, not the lesson.
+pub fn answer_decision(unit: Option<&str>, chosen: &str, why: &str) -> Draft {
+    let chosen = chosen.split_whitespace().collect::<Vec<_>>().join(" ");
+    let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut d = Draft::new(
         Kind::Decision,
         Source::Escalation,
-        format!("Asked \"{title}\" ({finding}), the person chose \"{chosen}\" because: {why}"),
+        format!("Chose \"{chosen}\" because: {why}"),
     );
     d.unit = unit.map(str::to_owned);
     d
@@ -234,6 +318,16 @@ fn parse_entry(line: &str) -> MemlogEntry {
 /// lessons and patterns as patterns, preferences as preferences. Ideas, questions, notes and
 /// events are the work's record, not lessons, and stay in the memlog.
 pub fn memlog_drafts(entries: &[MemlogEntry], unit: &str) -> Vec<Draft> {
+    memlog_lessons(entries, unit, "")
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect()
+}
+
+/// [`memlog_drafts`], each with its origin: the memlog `file`, the entry's type and its text
+/// (case and spacing ignored). Importing an entry is done once per origin, so importing the same
+/// memlog again changes nothing, and a new entry appended to it is the only one imported.
+pub fn memlog_lessons(entries: &[MemlogEntry], unit: &str, file: &str) -> Vec<(String, Draft)> {
     entries
         .iter()
         .filter_map(|e| {
@@ -245,9 +339,14 @@ pub fn memlog_drafts(entries: &[MemlogEntry], unit: &str) -> Vec<Draft> {
             };
             let mut d = Draft::new(kind, Source::Memlog, e.text.clone());
             d.unit = Some(unit.to_owned());
-            Some(d)
+            let origin = format!(
+                "memlog|{file}|{}|{}",
+                e.kind.as_deref().unwrap_or_default(),
+                normalise(&e.text)
+            );
+            Some((origin, d))
         })
-        .filter(|d| !d.text.is_empty())
+        .filter(|(_, d)| !d.text.is_empty())
         .collect()
 }
 
@@ -326,18 +425,9 @@ mod tests {
 
     #[test]
     fn answers_teach_a_decision_and_an_override_a_preference_in_its_epic() {
-        let d = answer_decision(
-            Some("2-1-a"),
-            "max rounds",
-            "still failing",
-            "accept",
-            "tracked",
-        );
+        let d = answer_decision(Some("2-1-a"), "accept", "tracked");
         assert_eq!((d.kind, d.source), (Kind::Decision, Source::Escalation));
-        assert_eq!(
-            d.text,
-            "Asked \"max rounds\" (still failing), the person chose \"accept\" because: tracked"
-        );
+        assert_eq!(d.text, "Chose \"accept\" because: tracked");
         let p = override_preference(Some("2-1-a"), "max rounds", "accept", "another round", 3);
         assert_eq!((p.kind, p.importance), (Kind::Preference, 3));
         assert_eq!(p.scope.epic.as_deref(), Some("2"));
@@ -387,6 +477,112 @@ mod tests {
                 (Kind::Decision, "lead with one account"),
                 (Kind::Decision, "optimize for the anxious first-timer"),
             ]
+        );
+    }
+
+    #[test]
+    fn action_items_that_say_there_are_none_are_not_lessons() {
+        for item in [
+            "none — owner: scrum master",
+            "None",
+            "n/a",
+            "N/A (owner: SM)",
+            "-",
+            "**None** - owner: Bob (Scrum Master)",
+            "Nothing.",
+            "No action items",
+        ] {
+            assert!(says_none(item), "{item}");
+            let retro = format!("## Action Items\n\n- {item}\n- Inject the clock (owner: dev)\n");
+            let d = retro_drafts(&retro, "epic-1-retrospective");
+            assert_eq!(d.len(), 1, "{item}: {d:?}");
+        }
+        for item in [
+            "Nonetheless test the clock",
+            "None of the mocks may touch the network",
+            "Add a NaN check",
+        ] {
+            assert!(!says_none(item), "{item}");
+        }
+    }
+
+    #[test]
+    fn a_finding_in_other_words_is_the_same_finding() {
+        let f = |file: &str, line: Option<u32>, severity: Severity, issue: &str| Finding {
+            severity,
+            file: file.into(),
+            line,
+            issue: issue.into(),
+            suggestion: None,
+        };
+        let low = Severity::Low;
+        let before = f(
+            "src/db.rs",
+            Some(12),
+            low,
+            "The variable name `tmp` is unclear",
+        );
+        // The same line of a low finding, whatever the words.
+        let moved = f(
+            "./src/db.rs",
+            Some(12),
+            low,
+            "Rename `tmp` to say what it holds",
+        );
+        assert!(reworded(&before, &moved));
+        // Mostly the same words, the line moved.
+        let words = f("src/db.rs", Some(20), low, "Unclear variable name tmp");
+        assert!(reworded(&before, &words));
+        // Another file, another number, another problem, or a finding above low, is not.
+        let elsewhere = f(
+            "src/web.rs",
+            Some(12),
+            low,
+            "The variable name `tmp` is unclear",
+        );
+        assert!(!reworded(&before, &elsewhere));
+        let one = f(
+            "src/db.rs",
+            None,
+            low,
+            "round 1 finds a new problem (issue-1x)",
+        );
+        let two = f(
+            "src/db.rs",
+            None,
+            low,
+            "round 2 finds a new problem (issue-2x)",
+        );
+        assert!(!reworded(&one, &two));
+        let other = f("src/db.rs", Some(30), low, "Timeout is hard-coded");
+        assert!(!reworded(&before, &other));
+        let high = f(
+            "src/db.rs",
+            Some(4),
+            Severity::High,
+            "The pool is never closed",
+        );
+        let again = f(
+            "src/db.rs",
+            Some(4),
+            Severity::High,
+            "Pool never gets closed",
+        );
+        assert!(!reworded(&high, &again));
+    }
+
+    #[test]
+    fn memlog_lessons_carry_their_file_and_entry_as_origin() {
+        let e = memlog_entries(MEMLOG).unwrap();
+        let a = memlog_lessons(&e, "bmad-brainstorming", "_bmad-output/b/.memlog.md");
+        let b = memlog_lessons(&e, "bmad-brainstorming", "_bmad-output/b/.memlog.md");
+        let other = memlog_lessons(&e, "bmad-brainstorming", "_bmad-output/c/.memlog.md");
+        assert_eq!(a.len(), 3);
+        assert_eq!(a, b);
+        assert_ne!(a[0].0, other[0].0, "another memlog is another origin");
+        assert_eq!(
+            a[1].0,
+            "memlog|_bmad-output/b/.memlog.md|decision|lead with one account"
         );
     }
 }

@@ -182,11 +182,11 @@ pub fn check(prd: Option<&Prd>, arch: Option<&Architecture>, epics: &Epics) -> V
             });
         }
     }
-    for (line, text) in &epics.malformed {
+    for (file, line, text) in &epics.malformed {
         out.push(Finding {
             severity: Severity::Low,
             kind: FindingKind::MalformedHeading,
-            file: epics.path.clone(),
+            file: file.clone(),
             line: *line,
             message: format!(
                 "`{text}` looks like an epic or story heading but is not `Epic N: title` / `Story N.M: title`"
@@ -298,5 +298,33 @@ mod tests {
         );
         assert_eq!(check(None, None, &e), []);
         assert!(!has_high(&check(None, None, &e)));
+    }
+
+    #[test]
+    fn coverage_written_as_ranges_is_coverage() {
+        let prd = "- FR1: a\n- FR2: b\n- FR3: c\n- FR4: d\n- NFR1: fast\n- NFR2: small\n";
+        let epics = "## Requirements Inventory\n\nFR1-FR2: Counting — COMPLETE\n\n\
+                     ## Epic 1: A\n**FRs covered:** FR3\u{2013}FR4, NFR1-NFR2\n\
+                     ### Story 1.1: W\n**Given** a\n";
+        let found = check(
+            Some(&parse_prd("prd.md", prd)),
+            None,
+            &parse_epics("epics.md", epics),
+        );
+        assert!(
+            found.iter().all(|f| f.severity != Severity::High),
+            "{found:#?}"
+        );
+        // Without the ranges, all four are covered by no story.
+        let bare = "## Epic 1: A\n### Story 1.1: W\n**Given** a\n";
+        let high = check(
+            Some(&parse_prd("prd.md", prd)),
+            None,
+            &parse_epics("epics.md", bare),
+        )
+        .into_iter()
+        .filter(|f| f.message.ends_with("is covered by no story"))
+        .count();
+        assert_eq!(high, 4);
     }
 }

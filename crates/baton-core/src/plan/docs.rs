@@ -121,23 +121,44 @@ pub struct Epic {
     pub stories: Vec<Story>,
 }
 
-/// The epics document.
+/// One epics document of a plan: a whole file, or a sharded folder (its index, then its shards).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EpicsDocument {
+    /// The document as the caller names it (`epics.md`, `epics/`).
+    pub name: String,
+    /// Its files in reading order.
+    pub files: Vec<String>,
+}
+
+/// The epics of a plan: one epics document, or several read as one (a plan made in phases).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Epics {
-    /// The file, as the caller names it in findings.
+    /// The first file, as the caller names it in findings.
     pub path: String,
+    /// Every document read, in reading order.
+    pub documents: Vec<EpicsDocument>,
     /// Epics in order of first appearance.
     pub epics: Vec<Epic>,
-    /// FR coverage map lines before the first epic section: requirement, line, the line's text.
+    /// Coverage claims before the first epic section (the FR coverage map, and ranges or lists
+    /// such as `FR1-FR15: Section Detection — COMPLETE` anywhere in the requirements inventory):
+    /// requirement, line, the line's text after the identifiers.
     pub coverage: Vec<(ReqId, usize, String)>,
-    /// Headings that look like an epic or story but fail the pattern: line and text.
-    pub malformed: Vec<(usize, String)>,
+    /// Headings that look like an epic or story but fail the pattern: file, line and text.
+    pub malformed: Vec<(String, usize, String)>,
     /// The sprint plan exactly as BMad's `sprint_plan.py generate` reads the same files: keys,
     /// epic order, repeated headings.
     pub plan: super::bmad::SprintPlan,
 }
 
 impl Epics {
+    /// The document `file` belongs to.
+    pub fn document_of(&self, file: &str) -> Option<&str> {
+        self.documents
+            .iter()
+            .find(|d| d.files.iter().any(|f| f == file))
+            .map(|d| d.name.as_str())
+    }
+
     /// Every story in epic order.
     pub fn stories(&self) -> impl Iterator<Item = (&Epic, &Story)> {
         self.epics
@@ -418,6 +439,10 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
     let mut doc = Epics {
         path: path.to_owned(),
         plan: super::bmad::parse(&[(path.to_owned(), text.to_owned())]),
+        documents: vec![EpicsDocument {
+            name: path.to_owned(),
+            files: vec![path.to_owned()],
+        }],
         ..Epics::default()
     };
     // Index into doc.epics of the current epic, and whether a story is open.
@@ -478,7 +503,7 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
                         story_open = true;
                     }
                     _ => {
-                        doc.malformed.push((line, h.to_owned()));
+                        doc.malformed.push((path.to_owned(), line, h.to_owned()));
                         story_open = false;
                     }
                 }
@@ -491,7 +516,7 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
                     .is_some_and(|r| r.trim_start().starts_with(|c: char| c.is_ascii_digit()))
             });
             if numbered_like {
-                doc.malformed.push((line, h.to_owned()));
+                doc.malformed.push((path.to_owned(), line, h.to_owned()));
             }
             if epic.is_none() {
                 in_coverage = lower.contains("coverage");
@@ -507,11 +532,20 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
             in_criteria = true;
             continue;
         }
-        if epic.is_none() && in_coverage {
-            if let Some((id, rest)) = definition(raw) {
-                doc.coverage.push((id, line, rest));
+        if epic.is_none() {
+            // In the coverage map every identifier a line starts with is claimed. Elsewhere in
+            // the inventory a line lists requirements (`FR1: …`, `FR1, FR2, NFR1.`), unless it
+            // says where they are covered: an epic, or that they are complete or covered
+            // (`FR1-FR15: Section Detection — COMPLETE`).
+            let (ids, rest) = leading_ids(raw);
+            if in_coverage || says_covered(&rest) {
+                for id in ids {
+                    doc.coverage.push((id, line, rest.clone()));
+                }
             }
-            continue;
+            if in_coverage {
+                continue;
+            }
         }
         if !story_open {
             // An epic-level line (`**FRs covered:** FR1, FR2`): the epic claims them.
@@ -538,33 +572,115 @@ pub fn parse_epics(path: &str, text: &str) -> Epics {
 /// Parses a sharded epics document: the index, then each shard (`epic-1.md`, …) in order, merged
 /// as one document whose epics and stories keep the file they are written in.
 pub fn parse_epics_sharded(index: (&str, &str), shards: &[(String, String)]) -> Epics {
-    let mut doc = parse_epics(index.0, index.1);
     let mut files = vec![(index.0.to_owned(), index.1.to_owned())];
     files.extend(shards.iter().cloned());
-    doc.plan = super::bmad::parse(&files);
-    for (path, text) in shards {
-        let part = parse_epics(path, text);
-        for e in part.epics {
-            match doc.epics.iter_mut().find(|d| d.number == e.number) {
-                Some(d) => {
-                    if d.stories.is_empty() {
-                        d.file = e.file;
-                        d.line = e.line;
-                    }
-                    d.stories.extend(e.stories);
-                    d.cites.extend(e.cites);
-                }
-                None => doc.epics.push(e),
+    let name = index
+        .0
+        .strip_suffix("index.md")
+        .filter(|d| !d.is_empty())
+        .unwrap_or(index.0);
+    parse_epics_documents(&[(name.to_owned(), files)])
+}
+
+/// Parses several epics documents as one plan, in the order given: each `(name, files)` is a
+/// whole file or a sharded folder's index and shards. Epics of the same number are one epic, as
+/// BMad's sprint planning makes them one (`epic-28` holds the stories every document gives
+/// epic 28); every epic and story keeps the file it is written in, and the sprint plan is what
+/// BMad's `sprint_plan.py generate` makes of all the files in that order.
+pub fn parse_epics_documents(documents: &[(String, Vec<(String, String)>)]) -> Epics {
+    let mut doc = Epics::default();
+    let mut all = Vec::new();
+    for (name, files) in documents {
+        doc.documents.push(EpicsDocument {
+            name: name.clone(),
+            files: files.iter().map(|(f, _)| f.clone()).collect(),
+        });
+        for (path, text) in files {
+            all.push((path.clone(), text.clone()));
+            let part = parse_epics(path, text);
+            if doc.path.is_empty() {
+                doc.path = part.path;
             }
+            for e in part.epics {
+                match doc.epics.iter_mut().find(|d| d.number == e.number) {
+                    Some(d) => {
+                        if d.stories.is_empty() {
+                            d.file = e.file;
+                            d.line = e.line;
+                        }
+                        d.stories.extend(e.stories);
+                        d.cites.extend(e.cites);
+                    }
+                    None => doc.epics.push(e),
+                }
+            }
+            doc.coverage.extend(part.coverage);
+            doc.malformed.extend(part.malformed);
         }
-        doc.coverage.extend(part.coverage);
-        doc.malformed.extend(
-            part.malformed
-                .into_iter()
-                .map(|(l, t)| (l, format!("{t} ({path})"))),
-        );
     }
+    doc.plan = super::bmad::parse(&all);
     doc
+}
+
+/// Whether the text after a line's identifiers says where they are covered: an epic (`Epic 2`),
+/// or a word of completion (`COMPLETE`, `covered`, `done`, `implemented`, `delivered`).
+fn says_covered(rest: &str) -> bool {
+    let lower = rest.to_lowercase();
+    lower.split(|c: char| !c.is_alphanumeric()).any(|w| {
+        matches!(
+            w,
+            "epic"
+                | "epics"
+                | "complete"
+                | "completed"
+                | "covered"
+                | "done"
+                | "implemented"
+                | "delivered"
+        )
+    })
+}
+
+/// The identifiers a line starts with, after list markers and bold: one (`FR1: …`), a range
+/// (`FR1-FR15`, `FR1–FR15`, `NFR1-5`) or a list of them (`FR1, FR3 and FR7-FR9`); and the
+/// line's text after them.
+pub fn leading_ids(line: &str) -> (Vec<ReqId>, String) {
+    let mut s = strip_lead(line);
+    let mut out = Vec::new();
+    while let Some((id, used)) = id_at(s) {
+        out.push(id);
+        s = &s[used..];
+        if let Some((end, taken)) = range_end(s, id.kind)
+            && id.sub.is_none()
+            && end > id.n
+            && end - id.n <= MAX_RANGE
+        {
+            out.extend((id.n + 1..=end).map(|n| ReqId {
+                kind: id.kind,
+                n,
+                sub: None,
+            }));
+            s = &s[taken..];
+        }
+        // Separators between identifiers: commas, `and`, `&`, `/`, blanks and emphasis.
+        let next = s.trim_start_matches([',', ';', '&', '/', ' ', '*', '_']);
+        let next = next
+            .strip_prefix("and ")
+            .map_or(next, |r| r.trim_start_matches([' ', '*', '_']));
+        if id_at(next).is_none() {
+            break;
+        }
+        s = next;
+    }
+    let rest = s
+        .trim_start_matches([
+            '*', '_', ':', '.', ')', ']', '|', '-', ' ', '\u{2014}', '\u{2013}',
+        ])
+        .trim()
+        .trim_end_matches('|')
+        .trim()
+        .to_owned();
+    (out, rest)
 }
 
 #[cfg(test)]
@@ -775,7 +891,10 @@ Covers FR2.
         assert_eq!(e1.stories[1].key, "1-2a-count-lines");
         assert_eq!(e1.stories[1].criteria, 0);
         assert!(doc.epics[1].stories.is_empty());
-        assert_eq!(doc.malformed, [(34, "story 2: bad".to_owned())]);
+        assert_eq!(
+            doc.malformed,
+            [("epics.md".to_owned(), 34, "story 2: bad".to_owned())]
+        );
     }
 
     #[test]
@@ -785,5 +904,80 @@ Covers FR2.
             "## Epic 1: A\n### Story 1.1: B\n#### Acceptance Criteria\n1. it works\n2. it stays\n",
         );
         assert_eq!(doc.epics[0].stories[0].criteria, 2);
+    }
+
+    #[test]
+    fn coverage_is_read_in_ranges_and_lists() {
+        let nfr = |n: u32| ReqId {
+            kind: ReqKind::Nfr,
+            n,
+            sub: None,
+        };
+        let ids = |line: &str| leading_ids(line).0;
+        assert_eq!(
+            ids("FR1-FR15: Section Detection — COMPLETE"),
+            (1..=15).map(fr).collect::<Vec<_>>()
+        );
+        assert_eq!(ids("- **FR1\u{2013}FR3**: Epic 1"), [1, 2, 3].map(fr));
+        assert_eq!(ids("FR1, FR3: Epic 2"), [fr(1), fr(3)]);
+        assert_eq!(ids("FR4 and FR6-7 / FR9: Epic 3"), [4, 6, 7, 9].map(fr));
+        assert_eq!(ids("NFR1-NFR3: all epics"), [1, 2, 3].map(nfr));
+        assert_eq!(ids("FR2: Users can log in"), [fr(2)]);
+        assert!(ids("Covers FR1").is_empty());
+        assert_eq!(
+            leading_ids("FR1-FR15: Section Detection — COMPLETE").1,
+            "Section Detection — COMPLETE"
+        );
+        // The inventory's ranges claim coverage; its single definitions do not.
+        let doc = parse_epics(
+            "epics.md",
+            "## Requirements Inventory\n\n### Functional Requirements\n\nFR1-FR3: Parsing — COMPLETE\n\
+             FR4: export a report\nFR5, FR6: Epic 2\nFR7-FR9: Reporting\nFR10, FR11, NFR1.\n\n\
+             ## Epic 1: A\n### Story 1.1: B\n",
+        );
+        let claimed: Vec<u32> = doc.coverage.iter().map(|(id, _, _)| id.n).collect();
+        assert_eq!(claimed, [1, 2, 3, 5, 6]);
+    }
+
+    #[test]
+    fn several_documents_are_one_plan_each_story_keeping_its_file() {
+        let doc = parse_epics_documents(&[
+            (
+                "epics.md".to_owned(),
+                vec![(
+                    "epics.md".to_owned(),
+                    "## Epic 28: Data\n### Story 28.1: Export\n**FRs covered:** FR1\n".to_owned(),
+                )],
+            ),
+            (
+                "epics-next.md".to_owned(),
+                vec![(
+                    "epics-next.md".to_owned(),
+                    "## Epic 28: Sync\n**FRs covered:** FR1-FR16 (all)\n### Story 28.1: Daemon\n\
+                     ### Story 1: bad\n"
+                        .to_owned(),
+                )],
+            ),
+        ]);
+        assert_eq!(doc.path, "epics.md");
+        assert_eq!(doc.epics.len(), 1);
+        let files: Vec<&str> = doc.epics[0]
+            .stories
+            .iter()
+            .map(|s| s.file.as_str())
+            .collect();
+        assert_eq!(files, ["epics.md", "epics-next.md"]);
+        assert_eq!(
+            doc.plan.keys(),
+            [
+                "epic-28",
+                "28-1-export",
+                "28-1-daemon",
+                "epic-28-retrospective"
+            ]
+        );
+        assert_eq!(doc.epics[0].cites.len(), 16);
+        assert_eq!(doc.document_of("epics-next.md"), Some("epics-next.md"));
+        assert_eq!(doc.malformed[0].0, "epics-next.md");
     }
 }

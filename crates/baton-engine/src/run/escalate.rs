@@ -91,7 +91,7 @@ impl Run {
         self.emit(
             Scope::Unit(unit.clone()),
             EventBody::Escalation {
-                escalation: EscalationView::of(&esc, self.answers.is_some()),
+                escalation: crate::protocol::escalation_view(&esc, self.answers.is_some()),
             },
         );
         let Some(answers) = &self.answers else {
@@ -173,6 +173,12 @@ impl Run {
                 Answer::Chose(id, choice) if *id == esc.id && esc.options.contains(choice) => {
                     let at = self.clock.now().rfc3339;
                     self.with_journal(|j| Ok(j.answer_escalation(esc.id, choice, &at)?))?;
+                    let answered = EscalationRecord {
+                        answer: Some(choice.clone()),
+                        answered_at: Some(at),
+                        ..esc.clone()
+                    };
+                    self.emit_answered(&answered);
                     self.learn_correction(esc, choice);
                     return Ok(());
                 }
@@ -202,6 +208,23 @@ impl Run {
             .and_then(|e| e.answer))
     }
 
+    /// Tells every front end that escalation `answered` was answered at this run's terminal
+    /// (an answer given elsewhere wrote its own event).
+    fn emit_answered(&self, answered: &EscalationRecord) {
+        let scope = answered
+            .key
+            .as_deref()
+            .and_then(|k| UnitKey::parse(k).ok())
+            .map_or(Scope::Run, Scope::Unit);
+        self.emit(
+            scope,
+            EventBody::EscalationAnswered {
+                escalation: crate::protocol::escalation_view(answered, false),
+                next: None,
+            },
+        );
+    }
+
     /// Tells the front end an answer was not carried out, and why.
     fn reject(&self, answer: &Answer, reason: String) {
         self.reject_op(answer.op(), reason);
@@ -222,7 +245,7 @@ impl Run {
     pub fn escalation_view(&self, id: i64) -> Result<Option<EscalationView>, EngineError> {
         Ok(self
             .with_journal(|j| Ok(EscalationLog::escalation(j, id)?))?
-            .map(|e| EscalationView::of(&e, false)))
+            .map(|e| crate::protocol::escalation_view(&e, false)))
     }
 
     /// The escalations of `unit`, answered or not.
@@ -303,6 +326,17 @@ mod tests {
             run.raise(&unit, e.title.clone(), &e, 0).await?;
             Ok(run.escalations_of(&unit)?.pop().and_then(|e| e.answer))
         }
+
+        fn ending(report: &Self::Report, _run: &Run) -> crate::workflow::Ending {
+            crate::workflow::Ending::new(
+                if report.is_ok() {
+                    "completed"
+                } else {
+                    "failed"
+                },
+                "",
+            )
+        }
     }
 
     fn run(dir: &std::path::Path) -> (Arc<Run>, crate::run::RunIo) {
@@ -381,6 +415,23 @@ mod tests {
             .unwrap();
         let answer = s.done.await.unwrap().unwrap();
         assert_eq!(answer.as_deref(), Some("stop"));
+        // The answer is an event too, after which the run ended.
+        while let Ok(e) = s.events.try_recv() {
+            seen.push(e);
+        }
+        match &seen.last().map(|e| &e.body) {
+            Some(EventBody::EscalationAnswered { escalation, next }) => {
+                assert_eq!(escalation.id, id);
+                assert!(
+                    escalation
+                        .answer
+                        .as_deref()
+                        .is_some_and(|a| a.starts_with("stop"))
+                );
+                assert!(next.is_none());
+            }
+            other => panic!("the answer is not the last event: {other:?}"),
+        }
         // (An answer given elsewhere is tested below.)
         // The events were numbered by the journal: a late reader finds the same stream there.
         let journal = SqliteJournal::open(&dir.path().join("baton.db")).unwrap();

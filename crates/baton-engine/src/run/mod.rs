@@ -27,37 +27,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 pub use unit::Unit;
 
-/// Which workflow a run is (the journal's `runs.kind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunKind {
-    /// `baton sprint`.
-    Sprint,
-    /// `baton sdd`.
-    Sdd,
-    /// `baton plan`.
-    Plan,
-    /// `baton team`.
-    Team,
-    /// `baton bmad`.
-    Bmad,
-    /// `baton pm` (a pass, or a specialist's turn).
-    Pm,
-}
-
-impl RunKind {
-    /// The journal's name for it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunKind::Sprint => "sprint",
-            RunKind::Sdd => "sdd",
-            RunKind::Plan => "plan",
-            RunKind::Team => "team",
-            RunKind::Bmad => "bmad",
-            RunKind::Pm => "pm",
-        }
-    }
-}
+pub use baton_protocol::RunKind;
 
 /// The token meter of a call's (or an agent run's) `usage` costing `cost_usd`: `Usage` keeps
 /// uncached input, cache reads and cache writes apart, the meter's input is all three
@@ -309,7 +279,7 @@ impl Run {
                         unit: unit.clone(),
                         agent,
                     },
-                    EventBody::from_agent(e),
+                    crate::protocol::agent_body(e),
                 );
             }
         })

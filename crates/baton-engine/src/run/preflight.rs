@@ -9,7 +9,7 @@
 
 use super::Run;
 use crate::error::EngineError;
-use baton_store::journal::RunRecord;
+use baton_store::journal::{INTERRUPTED, RunHold, RunRecord};
 
 impl Run {
     /// Ends the coding-agent CLIs a killed baton left working on the project (nothing may edit
@@ -32,11 +32,47 @@ impl Run {
         )))
     }
 
-    /// The newest earlier run of this workflow, if it never ended (it was killed).
+    /// The newest earlier run of this workflow, if a kill cut it off: it was marked
+    /// interrupted ([`Run::close_orphaned_runs`]) and no run of the workflow began since, so its
+    /// leftovers are still this workflow's to settle.
     pub fn interrupted(&self) -> Result<Option<RunRecord>, EngineError> {
         let kind = self.kind.as_str();
-        self.with_journal(|j| Ok(j.last_run(kind)?))
-            .map(|r| r.filter(|r| r.ended_at.is_none() && r.id != self.id))
+        self.with_journal(|j| Ok(j.runs_of_kind(kind, 2)?))
+            .map(|runs| {
+                runs.into_iter()
+                    .find(|r| r.id != self.id)
+                    .filter(|r| r.status == INTERRUPTED)
+            })
+    }
+
+    /// Takes this run's liveness hold (see [`baton_store::journal::RunHold`]): while it is
+    /// held, no other process takes the run for one a kill left running.
+    pub fn hold(&self) -> Result<RunHold, EngineError> {
+        self.with_journal(|j| Ok(j.hold_run(&self.id)?))
+    }
+
+    /// Marks ended ([`INTERRUPTED`]) every run of any workflow that the journal says is running
+    /// but whose process is gone (nobody holds it); returns them. A run another live process
+    /// holds is left alone.
+    pub fn close_orphaned_runs(&self) -> Result<Vec<RunRecord>, EngineError> {
+        let at = self.clock.now().rfc3339;
+        let reason = format!(
+            "interrupted: the process running it ended without ending it (found when run {} \
+             started)",
+            self.id
+        );
+        self.with_journal(|j| {
+            let mut closed = Vec::new();
+            for r in j.unfinished_runs()? {
+                if r.id == self.id || j.run_is_held(&r.id)? {
+                    continue;
+                }
+                if j.close_interrupted(&r.id, &at, &reason)? {
+                    closed.push(r);
+                }
+            }
+            Ok(closed)
+        })
     }
 
     /// The tree's uncommitted paths (root-relative, `/`-separated) that `own` does not claim.
@@ -65,13 +101,8 @@ impl Run {
 
     /// Journals the run's end as `status` (`completed`, `paused`, …) with `reason`.
     pub fn end(&self, status: &str, reason: &str) -> Result<(), EngineError> {
-        self.end_other(&self.id, status, reason)
-    }
-
-    /// Journals the end of another run of this workflow (one a kill cut off).
-    pub fn end_other(&self, run_id: &str, status: &str, reason: &str) -> Result<(), EngineError> {
         let at = self.clock.now().rfc3339;
-        self.with_journal(|j| Ok(j.end_run(run_id, &at, status, reason)?))
+        self.with_journal(|j| Ok(j.end_run(&self.id, &at, status, reason)?))
     }
 }
 

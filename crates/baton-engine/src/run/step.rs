@@ -159,7 +159,16 @@ impl Run {
             }
         }
         let task = task.as_str();
-        let events = self.agent_events(Some(unit.key.clone()));
+        // The run's events for the unit, and the setup's own callback (a skill's tool hooks)
+        // as well: the one must not replace the other.
+        let mut events = self.agent_events(Some(unit.key.clone()));
+        if let Some(also) = self.setup.on_event.clone() {
+            let run_events = events;
+            events = std::sync::Arc::new(move |e: &baton_agent::runner::AgentEvent| {
+                run_events(e);
+                also(e);
+            });
+        }
         let outcome = match self
             .setup
             .worker_in(agent, Some(events), &unit.workspace, step)

@@ -4,13 +4,14 @@
 //! `concurrency` at once) and chain (agents in order, each step's final answer replacing
 //! `{previous}` in the next step's task; the chain stops at the first step that does not
 //! complete). Each agent's task is a unit of the run; its agent runs on the worker its role
-//! names, and the run is journaled with how it ended.
+//! names, and the run is journaled with how it ended. Each task's start and end are events
+//! (`team_task_started`, `team_task_finished`) beside its agent's own.
 
 use crate::error::EngineError;
-use crate::protocol::UnitKey;
+use crate::protocol::{EventBody, UnitKey};
 use crate::run::Run;
 use crate::setup::SetupError;
-use crate::workflow::Workflow;
+use crate::workflow::{Ending, Workflow};
 use crate::workflows::sprint::report::RunEnd;
 use baton_agent::outcome::{Outcome, Status, Stop};
 use futures_util::StreamExt;
@@ -83,15 +84,16 @@ impl Workflow for Team {
         Ok(run.end_orphaned_workers().await)
     }
 
-    /// Journals the run, dispatches, and journals how it ended.
+    /// Dispatches.
     async fn run(self, run: Arc<Run>) -> Result<TeamReport, SetupError> {
-        let _ = run.begin();
-        let report = self.dispatch(&run).await;
-        let _ = match &report {
-            Ok(r) => run.end(r.end.as_str(), &r.reason),
-            Err(e) => run.end(RunEnd::Failed.as_str(), &e.to_string()),
-        };
-        report
+        self.dispatch(&run).await
+    }
+
+    fn ending(report: &Result<TeamReport, SetupError>, _run: &Run) -> Ending {
+        match report {
+            Ok(r) => Ending::new(r.end.as_str(), r.reason.clone()),
+            Err(e) => Ending::new(RunEnd::Failed.as_str(), e.to_string()),
+        }
     }
 }
 
@@ -113,7 +115,24 @@ impl Team {
             let name = name.to_owned();
             async move {
                 let unit = run.unit(UnitKey::TeamTask(i + 1));
-                run.run_agent(&unit, &name, &task).await
+                run.emit_unit(
+                    &unit.key,
+                    EventBody::TeamTaskStarted {
+                        task: i + 1,
+                        agent: name.clone(),
+                    },
+                );
+                let outcome = run.run_agent(&unit, &name, &task).await;
+                run.emit_unit(
+                    &unit.key,
+                    EventBody::TeamTaskFinished {
+                        task: i + 1,
+                        agent: name,
+                        status: outcome.status.as_str().to_owned(),
+                        cost_usd: outcome.cost_usd,
+                    },
+                );
+                outcome
             }
         };
         let task = self.task.as_str();
@@ -200,6 +219,114 @@ fn ending(steps: &[Outcome], all_completed: bool) -> (RunEnd, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::protocol::{Event, Scope};
+    use crate::run::{JournalHandle, RunKind, RunSpec};
+    use crate::setup::Setup;
+    use baton_agent::discovery::{self, Locations};
+    use baton_agent::runner::{Budget, Mode};
+    use baton_agent::sandbox::Sandbox;
+    use baton_agent::tools::CommandPolicy;
+    use baton_store::journal::SqliteJournal;
+    use std::sync::Mutex;
+
+    /// A team of scouts whose model turns a script plays, on a journal in `dir`.
+    fn team_run(dir: &std::path::Path, turns: &str) -> (Arc<Run>, crate::run::RunIo) {
+        let scripts = dir.join(".baton").join("scripts");
+        std::fs::create_dir_all(&scripts).unwrap();
+        std::fs::write(scripts.join("team.yaml"), turns).unwrap();
+        let agents = discovery::discover(&Locations {
+            user_dir: None,
+            project_dir: dir.join(".baton").join("agents"),
+            trusted: false,
+        })
+        .agents;
+        let sandbox = Sandbox::new(dir, &Sandbox::default_deny()).unwrap();
+        let mut setup = Setup::new(
+            dir.to_path_buf(),
+            agents,
+            baton_llm::registry::bundled_providers(),
+            baton_llm::pricing::bundled_prices(),
+            Mode::Yolo,
+            Arc::new(Budget::default()),
+            Arc::new(sandbox),
+            CommandPolicy::default(),
+        );
+        setup.model_override = Some("script/team".into());
+        let journal = SqliteJournal::open(&dir.join("baton.db")).unwrap();
+        Run::new(RunSpec {
+            id: "team-1".into(),
+            kind: RunKind::Team,
+            setup: Arc::new(setup),
+            journal: JournalHandle::Own(Arc::new(Mutex::new(journal))),
+            escalations_log: dir.join("escalations.log"),
+            interactive: false,
+            event_log: Some(Box::new(
+                SqliteJournal::open(&dir.join("baton.db")).unwrap(),
+            )),
+        })
+    }
+
+    #[tokio::test]
+    async fn each_task_of_a_team_starts_and_ends_as_an_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (run, mut io) = team_run(
+            &root,
+            "turns:\n  - agent: scout\n    text: \"nothing to report\"\n    repeat: true\n",
+        );
+        let team = Team {
+            dispatch: Dispatch::Chain(vec!["scout".into(), "scout".into()]),
+            task: "look around".into(),
+            concurrency: 1,
+        };
+        let report = team.run(run).await.unwrap();
+        assert!(report.all_completed, "{:?}", report.steps);
+        let mut events: Vec<Event> = Vec::new();
+        while let Ok(e) = io.events.try_recv() {
+            events.push(e);
+        }
+        let ours: Vec<(Scope, EventBody)> = events
+            .into_iter()
+            .filter(|e| {
+                matches!(
+                    e.body,
+                    EventBody::TeamTaskStarted { .. } | EventBody::TeamTaskFinished { .. }
+                )
+            })
+            .map(|e| (e.scope, e.body))
+            .collect();
+        let status = |b: &EventBody| match b {
+            EventBody::TeamTaskStarted { task, agent } => format!("start {task} {agent}"),
+            EventBody::TeamTaskFinished {
+                task,
+                agent,
+                status,
+                ..
+            } => format!("end {task} {agent} {status}"),
+            _ => String::new(),
+        };
+        assert_eq!(
+            ours.iter().map(|(_, b)| status(b)).collect::<Vec<_>>(),
+            [
+                "start 1 scout",
+                "end 1 scout completed",
+                "start 2 scout",
+                "end 2 scout completed"
+            ]
+        );
+        assert_eq!(ours[2].0, Scope::Unit(UnitKey::TeamTask(2)));
+        // The journal's run event log holds them too, for a board or a late reader.
+        let journal = SqliteJournal::open(&root.join("baton.db")).unwrap();
+        let stored = baton_store::journal::RunEvents::events_after(&journal, 0, 1000).unwrap();
+        assert_eq!(
+            stored
+                .iter()
+                .filter(|e| e.body.contains("\"event\":\"team_task_finished\""))
+                .count(),
+            2
+        );
+    }
 
     #[test]
     fn chain_tasks_fill_the_placeholder_or_append() {

@@ -1,7 +1,8 @@
 //! What each page shows, as plain serialisable values: the same value renders the HTML page and
 //! is its JSON twin. Built from the sprint file, the story files, the journal and the planning
 //! folder on every request, so the board never holds a second copy of the state. One module per
-//! page; the helpers that read the engine's events are here.
+//! page; the one reader of the engine's stored events ([`typed`]) is here, and every page reads
+//! them as the protocol's typed events (`baton-protocol`), never by field name.
 
 mod board;
 mod escalations;
@@ -16,6 +17,7 @@ pub use runs::{AgentRun, RunView, Runs, agent_runs, runs};
 pub use story::{Activity, FindingView, StepView, Story, activity_of, review_findings, story};
 
 use crate::{Host, Journal};
+use baton_protocol::{Event, EventBody, Scope};
 use baton_store::journal::StoredEvent;
 use baton_store::journal::board::Spend;
 use std::path::Path;
@@ -56,42 +58,57 @@ fn recent_events(j: &dyn Journal) -> Result<Vec<StoredEvent>, ViewError> {
     Ok(j.events_after(from, RECENT_EVENTS)?)
 }
 
-/// The story an event's scope names (a unit's or an agent's), if any.
+/// A journal event as the protocol's typed [`Event`]: the one place the board reads the stored
+/// JSON of an event. `None` for a row this build cannot read (hand-edited, or an event kind a
+/// newer baton wrote): such a row is left out of the pages, never guessed at.
+pub fn typed(e: &StoredEvent) -> Option<Event> {
+    Some(Event {
+        run: e.run_id.clone(),
+        seq: u64::try_from(e.seq).ok()?,
+        at: e.at.clone(),
+        scope: serde_json::from_str::<Scope>(&e.scope).ok()?,
+        body: serde_json::from_str::<EventBody>(&e.body).ok()?,
+    })
+}
+
+/// The story a stored scope names (a unit's or an agent's), if any.
 pub fn scope_story(scope: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(scope).ok()?;
-    let unit = v.get("unit").or_else(|| v.get("agent")?.get("unit"))?;
-    unit.get("story")?.as_str().map(str::to_owned)
+    serde_json::from_str::<Scope>(scope)
+        .ok()?
+        .story()
+        .map(str::to_owned)
 }
 
-fn scope_agent(scope: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(scope).ok()?;
-    v.get("agent")?.get("agent")?.as_str().map(str::to_owned)
-}
-
-/// The spend a `usage` event's body reports (its `input_tokens` include the cache's, as the
-/// token meter counts them; an event written before the cache fields existed has none).
-fn spend_of(body: &serde_json::Value) -> Spend {
-    let count = |k: &str| body[k].as_u64().unwrap_or(0);
-    Spend {
-        input_tokens: count("input_tokens"),
-        cache_read_tokens: count("cache_read_tokens"),
-        cache_write_tokens: count("cache_write_tokens"),
-        output_tokens: count("output_tokens"),
-        cost_usd: body["cost_usd"].as_f64().unwrap_or(0.0),
+/// The spend of a `usage` event (its `input_tokens` include the cache's, as the token meter
+/// counts them; an event written before the cache fields existed has none); `None` for any
+/// other event.
+fn spend_of(body: &EventBody) -> Option<(&str, Spend)> {
+    match body {
+        EventBody::Usage {
+            agent,
+            input_tokens,
+            cache_read_tokens,
+            cache_write_tokens,
+            output_tokens,
+            cost_usd,
+            ..
+        } => Some((
+            agent.as_str(),
+            Spend {
+                input_tokens: *input_tokens,
+                cache_read_tokens: *cache_read_tokens,
+                cache_write_tokens: *cache_write_tokens,
+                output_tokens: *output_tokens,
+                cost_usd: *cost_usd,
+            },
+        )),
+        _ => None,
     }
 }
 
 /// A `usage` event's agent and spend.
-fn usage_of(e: &StoredEvent) -> Option<(String, Spend, &str)> {
-    let body: serde_json::Value = serde_json::from_str(&e.body).ok()?;
-    if body["event"] != "usage" {
-        return None;
-    }
-    Some((
-        body["agent"].as_str().unwrap_or_default().to_owned(),
-        spend_of(&body),
-        e.at.as_str(),
-    ))
+fn usage_of(e: &Event) -> Option<(String, Spend)> {
+    spend_of(&e.body).map(|(agent, spend)| (agent.to_owned(), spend))
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //! tell them, and the budget meter.
 
 use super::board::{Budget, budget};
-use super::{ViewError, journal_of, recent_events, scope_story};
+use super::{ViewError, journal_of, recent_events};
 use crate::{Host, Project};
+use baton_protocol::EventBody;
 use baton_store::journal::board::Spend;
 use baton_store::journal::{RunRecord, StoredEvent};
 use serde::Serialize;
@@ -93,48 +94,50 @@ fn seconds_between(start: &str, end: &str) -> Option<u64> {
 /// The agents of run `run` as its events tell them.
 pub fn agent_runs(events: &[StoredEvent], run: &str) -> Vec<AgentRun> {
     let mut out: Vec<AgentRun> = Vec::new();
-    for e in events.iter().filter(|e| e.run_id == run) {
-        let Ok(body) = serde_json::from_str::<serde_json::Value>(&e.body) else {
+    for e in events
+        .iter()
+        .filter(|e| e.run_id == run)
+        .filter_map(super::typed)
+    {
+        let key = e.scope.story().map(str::to_owned);
+        if let EventBody::AgentStarted { agent, model } = &e.body {
+            out.push(AgentRun {
+                key,
+                agent: agent.clone(),
+                backend: model.split('/').next().unwrap_or_default().to_owned(),
+                model: model.clone(),
+                turns: 0,
+                spend: Spend::default(),
+                started_at: e.at.clone(),
+                finished: None,
+                elapsed_secs: None,
+            });
+            continue;
+        }
+        let agent = match &e.body {
+            EventBody::Turn { agent, .. }
+            | EventBody::Usage { agent, .. }
+            | EventBody::AgentFinished { agent, .. } => agent,
+            _ => continue,
+        };
+        let Some(a) = out
+            .iter_mut()
+            .rev()
+            .find(|a| &a.agent == agent && a.key == key)
+        else {
             continue;
         };
-        let Some(agent) = body["agent"].as_str() else {
-            continue;
-        };
-        let key = scope_story(&e.scope);
-        match body["event"].as_str() {
-            Some("agent_started") => {
-                let model = body["model"].as_str().unwrap_or_default().to_owned();
-                out.push(AgentRun {
-                    key,
-                    agent: agent.to_owned(),
-                    backend: model.split('/').next().unwrap_or_default().to_owned(),
-                    model,
-                    turns: 0,
-                    spend: Spend::default(),
-                    started_at: e.at.clone(),
-                    finished: None,
-                    elapsed_secs: None,
-                });
+        match &e.body {
+            EventBody::Turn { turn, .. } => a.turns = u64::from(*turn),
+            EventBody::AgentFinished { status, .. } => {
+                a.finished = Some(status.clone());
+                a.elapsed_secs = seconds_between(&a.started_at, &e.at);
             }
-            Some(name) => {
-                let Some(a) = out
-                    .iter_mut()
-                    .rev()
-                    .find(|a| a.agent == agent && a.key == key)
-                else {
-                    continue;
-                };
-                match name {
-                    "turn" => a.turns = body["turn"].as_u64().unwrap_or(a.turns),
-                    "usage" => a.spend.add(super::spend_of(&body)),
-                    "agent_finished" => {
-                        a.finished = body["status"].as_str().map(str::to_owned);
-                        a.elapsed_secs = seconds_between(&a.started_at, &e.at);
-                    }
-                    _ => {}
+            body => {
+                if let Some((_, spend)) = super::spend_of(body) {
+                    a.spend.add(spend);
                 }
             }
-            None => {}
         }
     }
     out

@@ -2,9 +2,11 @@
 //! stage commits, escalations, and its agents' activity.
 
 use super::escalations::EscalationCard;
-use super::{ViewError, journal_of, scope_agent, usage_of};
+use super::{ViewError, journal_of, typed, usage_of};
 use crate::{Host, InFlight, Project, StageCommit};
 use baton_core::key::KeyKind;
+use baton_core::verdict::Severity;
+use baton_protocol::{Event, EventBody};
 use baton_store::journal::board::Spend;
 use baton_store::journal::{StepRecord, StoredEvent, UsageOf};
 use baton_store::sprint_file::SprintDoc;
@@ -135,6 +137,7 @@ pub fn story(project: &Project, host: &dyn Host, key: &str) -> Result<Story, Vie
         None => Default::default(),
     };
     let activity: Vec<Activity> = events.iter().filter_map(activity_of).collect();
+    let events: Vec<Event> = events.iter().filter_map(typed).collect();
     let models = models_by_agent(&events);
     let (by_step, ledger_total) = ledger.unwrap_or_default();
     let steps: Vec<StepView> = steps
@@ -144,7 +147,7 @@ pub fn story(project: &Project, host: &dyn Host, key: &str) -> Result<Story, Vie
     // The cost ledger names each call's step; a journal from before it did has only the
     // agents' usage events to sum.
     let spend = if by_step.is_empty() {
-        events.iter().filter_map(usage_of).map(|(_, u, _)| u).sum()
+        events.iter().filter_map(usage_of).map(|(_, u)| u).sum()
     } else {
         ledger_total
     };
@@ -172,16 +175,11 @@ pub fn story(project: &Project, host: &dyn Host, key: &str) -> Result<Story, Vie
 }
 
 /// The model each agent last started on.
-fn models_by_agent(events: &[StoredEvent]) -> BTreeMap<String, String> {
+fn models_by_agent(events: &[Event]) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for e in events {
-        let Ok(body) = serde_json::from_str::<serde_json::Value>(&e.body) else {
-            continue;
-        };
-        if body["event"] == "agent_started"
-            && let (Some(agent), Some(model)) = (body["agent"].as_str(), body["model"].as_str())
-        {
-            out.insert(agent.to_owned(), model.to_owned());
+        if let EventBody::AgentStarted { agent, model } = &e.body {
+            out.insert(agent.clone(), model.clone());
         }
     }
     out
@@ -190,62 +188,47 @@ fn models_by_agent(events: &[StoredEvent]) -> BTreeMap<String, String> {
 /// The findings of the story's journaled reviews (`review` events), newest round first and,
 /// within a round, most severe first, each with its severity (`critical`, `high`, `medium`,
 /// `low`), file and line.
-pub fn journaled_findings(events: &[StoredEvent]) -> Vec<FindingView> {
-    let mut out: Vec<(u64, u8, FindingView)> = Vec::new();
+pub fn journaled_findings(events: &[Event]) -> Vec<FindingView> {
+    let mut out: Vec<(u32, Severity, FindingView)> = Vec::new();
     for e in events {
-        let Ok(body) = serde_json::from_str::<serde_json::Value>(&e.body) else {
+        let EventBody::Review {
+            round, findings, ..
+        } = &e.body
+        else {
             continue;
         };
-        if body["event"] != "review" {
-            continue;
-        }
-        let round = body["round"].as_u64().unwrap_or_default();
-        for f in body["findings"].as_array().into_iter().flatten() {
-            let severity: &'static str = match f["severity"].as_str().unwrap_or_default() {
-                "critical" => "critical",
-                "high" => "high",
-                "medium" => "medium",
-                _ => "low",
-            };
-            let rank = match severity {
-                "critical" => 0,
-                "high" => 1,
-                "medium" => 2,
-                _ => 3,
-            };
-            let file = f["file"].as_str().unwrap_or_default();
-            let place = match (file.is_empty(), f["line"].as_u64()) {
+        for f in findings {
+            let place = match (f.file.is_empty(), f.line) {
                 (true, _) => String::new(),
-                (false, Some(l)) => format!(" [{file}:{l}]"),
-                (false, None) => format!(" [{file}]"),
+                (false, Some(l)) => format!(" [{}:{l}]", f.file),
+                (false, None) => format!(" [{}]", f.file),
             };
             out.push((
-                round,
-                rank,
+                *round,
+                f.severity,
                 FindingView {
                     round: round.to_string(),
-                    severity,
-                    text: format!("{}{place}", f["issue"].as_str().unwrap_or_default()),
+                    severity: f.severity.as_str(),
+                    text: format!("{}{place}", f.issue),
                 },
             ));
         }
     }
+    // Severities order most severe first.
     out.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     out.into_iter().map(|(_, _, f)| f).collect()
 }
 
 /// An event as one line of activity; `None` for events not worth a line.
 pub fn activity_of(e: &StoredEvent) -> Option<Activity> {
-    let body: serde_json::Value = serde_json::from_str(&e.body).ok()?;
-    let event = body["event"].as_str()?.to_owned();
-    let s = |k: &str| body[k].as_str().unwrap_or_default().to_owned();
-    let text = match event.as_str() {
-        "agent_started" => format!("started on {}", s("model")),
-        "turn" => format!("turn {}", body["turn"]),
-        "tool_call" => format!("calls {}", s("tool")),
-        "refused" => format!("refused {}: {}", s("tool"), s("reason")),
-        "usage" => {
-            let u = super::spend_of(&body);
+    let e = typed(e)?;
+    let text = match &e.body {
+        EventBody::AgentStarted { model, .. } => format!("started on {model}"),
+        EventBody::Turn { turn, .. } => format!("turn {turn}"),
+        EventBody::ToolCall { tool, .. } => format!("calls {tool}"),
+        EventBody::Refused { tool, reason, .. } => format!("refused {tool}: {reason}"),
+        EventBody::Usage { .. } => {
+            let (_, u) = super::spend_of(&e.body)?;
             let cache = match (u.cache_read_tokens, u.cache_write_tokens) {
                 (0, 0) => String::new(),
                 (r, w) => format!(" ({r} cache read, {w} cache write)"),
@@ -255,76 +238,105 @@ pub fn activity_of(e: &StoredEvent) -> Option<Activity> {
                 u.input_tokens, u.output_tokens, u.cost_usd
             )
         }
-        "agent_finished" => format!("finished: {}", s("status")),
-        "stage" => format!(
-            "stage {} (round {}) by {}",
-            s("stage"),
-            body["round"],
-            s("agent")
+        EventBody::AgentFinished { status, .. } => format!("finished: {status}"),
+        EventBody::Stage {
+            stage,
+            round,
+            agent,
+            ..
+        } => format!("stage {stage} (round {round}) by {agent}"),
+        EventBody::Transition { from, to, .. } => format!("{from} → {to}"),
+        EventBody::Tests { passed, .. } => {
+            format!("tests {}", if *passed { "passed" } else { "failed" })
+        }
+        EventBody::Commit { message, .. } => format!("commit {message}"),
+        EventBody::Escalation { escalation } => {
+            format!("escalation #{}: {}", escalation.id, escalation.title)
+        }
+        EventBody::EscalationAnswered { escalation, .. } => format!(
+            "escalation #{} answered: {}",
+            escalation.id,
+            escalation.answer.as_deref().unwrap_or_default()
         ),
-        "transition" => format!("{} → {}", s("from"), s("to")),
-        "tests" => format!(
-            "tests {}",
-            if body["passed"] == true {
-                "passed"
-            } else {
-                "failed"
-            }
-        ),
-        "commit" => format!("commit {}", s("message")),
-        "escalation" => format!(
-            "escalation #{}: {}",
-            body["escalation"]["id"],
-            body["escalation"]["title"].as_str().unwrap_or_default()
-        ),
-        "budget_warning" => format!("budget: {}", s("message")),
-        "story_finished" => format!("finished as {}", s("status")),
-        "merge" => format!("merge: {} {}", s("phase"), s("detail")),
-        "review" => format!(
-            "review round {}: {} ({} findings)",
-            body["round"],
-            if body["passed"] == true {
+        EventBody::BudgetWarning { message, .. } => format!("budget: {message}"),
+        EventBody::StoryFinished { status, .. } => format!("finished as {status}"),
+        EventBody::Merge { phase, detail, .. } => format!("merge: {} {detail}", phase.as_str()),
+        EventBody::Review {
+            round,
+            passed,
+            findings,
+            ..
+        } => format!(
+            "review round {round}: {} ({} findings)",
+            if *passed {
                 "passed"
             } else {
                 "changes requested"
             },
-            body["findings"].as_array().map_or(0, Vec::len)
+            findings.len()
         ),
         _ => return None,
     };
+    let agent = e
+        .scope
+        .agent()
+        .map(str::to_owned)
+        .or_else(|| match &e.body {
+            EventBody::Stage { agent, .. }
+            | EventBody::AgentStarted { agent, .. }
+            | EventBody::Turn { agent, .. }
+            | EventBody::ToolCall { agent, .. }
+            | EventBody::Refused { agent, .. }
+            | EventBody::Usage { agent, .. }
+            | EventBody::BudgetWarning { agent, .. }
+            | EventBody::AgentFinished { agent, .. } => Some(agent.clone()),
+            _ => None,
+        });
     Some(Activity {
-        seq: e.seq,
-        at: e.at.clone(),
-        agent: scope_agent(&e.scope).or_else(|| body["agent"].as_str().map(str::to_owned)),
-        event,
+        seq: i64::try_from(e.seq).unwrap_or(i64::MAX),
+        at: e.at,
+        agent,
+        event: e.body.name().to_owned(),
         text,
     })
+}
+
+/// What the board shows of a step's journaled detail.
+#[derive(Debug, Default, serde::Deserialize)]
+struct StepDetail {
+    #[serde(default)]
+    agent: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    findings: Option<usize>,
+    #[serde(default)]
+    blocking: Option<usize>,
 }
 
 /// A step with what its agent spent: the cost ledger's lines of the step (`ledger`), else the
 /// usage events of that agent between the step's start and end.
 fn step_view(
     s: &StepRecord,
-    events: &[StoredEvent],
+    events: &[Event],
     models: &BTreeMap<String, String>,
     ledger: Option<Spend>,
 ) -> StepView {
-    let detail: serde_json::Value = s
+    let detail: StepDetail = s
         .detail
         .as_deref()
         .and_then(|d| serde_json::from_str(d).ok())
         .unwrap_or_default();
-    let agent = detail["agent"].as_str().map(str::to_owned);
-    let count = |k: &str| detail[k].as_u64().and_then(|n| usize::try_from(n).ok());
+    let agent = detail.agent;
     let during =
         |at: &str| at >= s.started_at.as_str() && s.ended_at.as_deref().is_none_or(|end| at <= end);
     let spend = ledger.unwrap_or_else(|| {
         events
             .iter()
-            .filter(|e| e.run_id == s.run_id && during(&e.at))
+            .filter(|e| e.run == s.run_id && during(&e.at))
             .filter_map(usage_of)
-            .filter(|(a, _, _)| agent.as_deref().is_none_or(|ours| ours == a))
-            .map(|(_, u, _)| u)
+            .filter(|(a, _)| agent.as_deref().is_none_or(|ours| ours == a))
+            .map(|(_, u)| u)
             .sum()
     });
     StepView {
@@ -337,9 +349,9 @@ fn step_view(
         ended_at: s.ended_at.clone(),
         model: agent.as_ref().and_then(|a| models.get(a).cloned()),
         agent,
-        output: detail["reason"].as_str().map(str::to_owned),
-        findings: count("findings"),
-        blocking: count("blocking"),
+        output: detail.reason,
+        findings: detail.findings,
+        blocking: detail.blocking,
         spend,
     }
 }

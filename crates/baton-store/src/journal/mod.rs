@@ -43,7 +43,7 @@ pub use costs::{CostEntry, CostLedger, UsageOf};
 pub use escalations::{EscalationLog, EscalationRecord};
 pub use guard::{Allowance, GuardRecord, GuardState, NewGuardRecord};
 pub use run_events::{RunEvents, StoredEvent};
-pub use runs::{RunLog, RunRecord, StepRecord};
+pub use runs::{INTERRUPTED, RunHold, RunLog, RunRecord, StepRecord};
 pub use sdd::{SddTaskRecord, SddTasks};
 pub use sqlite::SqliteJournal;
 pub use status::{Event, EventFilter, EventState, NewEvent, StatusEvents};
@@ -91,6 +91,15 @@ pub enum JournalError {
         table: &'static str,
         /// What was wrong.
         detail: String,
+    },
+    /// A run's liveness lock beside the journal could not be taken or read.
+    #[error("run lock `{path}`: {source}")]
+    RunLock {
+        /// The lock file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
     },
 }
 

@@ -6,8 +6,8 @@
 
 use super::{
     CostEntry, CostLedger, EscalationLog, EscalationRecord, Event, EventFilter, GuardState,
-    JournalError, NewEvent, RunEvents, RunLog, RunRecord, SddTasks, StatusEvents, StepRecord,
-    UsageOf,
+    JournalError, NewEvent, RunEvents, RunHold, RunLog, RunRecord, SddTasks, StatusEvents,
+    StepRecord, UsageOf,
 };
 use baton_core::meter::Meter;
 use std::collections::BTreeMap;
@@ -70,6 +70,26 @@ impl<S: RunLog + ?Sized> RunLog for Box<S> {
     }
     fn last_run(&self, kind: &str) -> Result<Option<RunRecord>, JournalError> {
         (**self).last_run(kind)
+    }
+    fn runs_of_kind(&self, kind: &str, n: usize) -> Result<Vec<RunRecord>, JournalError> {
+        (**self).runs_of_kind(kind, n)
+    }
+    fn unfinished_runs(&self) -> Result<Vec<RunRecord>, JournalError> {
+        (**self).unfinished_runs()
+    }
+    fn hold_run(&self, id: &str) -> Result<RunHold, JournalError> {
+        (**self).hold_run(id)
+    }
+    fn run_is_held(&self, id: &str) -> Result<bool, JournalError> {
+        (**self).run_is_held(id)
+    }
+    fn close_interrupted(
+        &mut self,
+        id: &str,
+        at: &str,
+        reason: &str,
+    ) -> Result<bool, JournalError> {
+        (**self).close_interrupted(id, at, reason)
     }
     fn begin_step(&mut self, step: &StepRecord) -> Result<i64, JournalError> {
         (**self).begin_step(step)

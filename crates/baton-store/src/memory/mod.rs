@@ -158,6 +158,16 @@ pub trait MemoryStore: Send {
     /// stored, then prunes its scope to the cap.
     fn remember(&mut self, draft: Draft, now: i64) -> Result<Curated, MemoryError>;
 
+    /// [`MemoryStore::remember`] once per `origin` (what the draft was read from: a memlog
+    /// entry's file and content): `None`, and nothing changed, when that origin was stored
+    /// before, so importing the same file twice changes nothing.
+    fn remember_once(
+        &mut self,
+        draft: Draft,
+        origin: &str,
+        now: i64,
+    ) -> Result<Option<Curated>, MemoryError>;
+
     /// Removes memory `id`; false when there is none.
     fn forget(&mut self, id: i64, now: i64) -> Result<bool, MemoryError>;
 

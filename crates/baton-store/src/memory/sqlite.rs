@@ -16,7 +16,9 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const SCHEMA_VERSION: i64 = 1;
+// 2 adds `imports`; every statement of the schema is idempotent, so a version 1 database is
+// brought up to date by running it again.
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS memories (
@@ -72,6 +74,11 @@ CREATE TABLE IF NOT EXISTS recalls (
     memories TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS recalls_unit ON recalls(unit);
+CREATE TABLE IF NOT EXISTS imports (
+    origin TEXT PRIMARY KEY,
+    memory_id INTEGER,
+    at INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS open_findings (
     unit TEXT NOT NULL,
     key TEXT NOT NULL,
@@ -390,11 +397,14 @@ fn text_match(text: &str, words: &[String]) -> f64 {
     hits as f64 / words.len() as f64
 }
 
-const COLUMNS: &str = "id, kind, importance, source, text, unit, scope_epic, scope_globs, \
-                       strength, created_at, updated_at";
-
-impl MemoryStore for SqliteMemory {
-    fn remember(&mut self, mut draft: Draft, now: i64) -> Result<Curated, MemoryError> {
+impl SqliteMemory {
+    /// Stores `draft` in one transaction; with an `origin` already stored, nothing (`None`).
+    fn store(
+        &mut self,
+        mut draft: Draft,
+        origin: Option<&str>,
+        now: i64,
+    ) -> Result<Option<Curated>, MemoryError> {
         memory::check(&mut draft)?;
         let key = draft.key();
         let label = draft.scope.label();
@@ -404,6 +414,18 @@ impl MemoryStore for SqliteMemory {
             source,
         };
         let tx = self.conn.transaction().map_err(&err)?;
+        if let Some(origin) = origin {
+            let seen = tx
+                .query_row("SELECT 1 FROM imports WHERE origin = ?1", [origin], |_| {
+                    Ok(())
+                })
+                .optional()
+                .map_err(&err)?
+                .is_some();
+            if seen {
+                return Ok(None);
+            }
+        }
         let existing: Option<(i64, i64)> = tx
             .query_row(
                 "SELECT id, importance FROM memories WHERE key = ?1",
@@ -460,9 +482,36 @@ impl MemoryStore for SqliteMemory {
                 Curated::Added(id)
             }
         };
+        if let Some(origin) = origin {
+            tx.execute(
+                "INSERT INTO imports (origin, memory_id, at) VALUES (?1, ?2, ?3)",
+                params![origin, curated.id(), now],
+            )
+            .map_err(&err)?;
+        }
         prune(&tx, &label, self.cap, now).map_err(&err)?;
         tx.commit().map_err(&err)?;
-        Ok(curated)
+        Ok(Some(curated))
+    }
+}
+
+const COLUMNS: &str = "id, kind, importance, source, text, unit, scope_epic, scope_globs, \
+                       strength, created_at, updated_at";
+
+impl MemoryStore for SqliteMemory {
+    fn remember(&mut self, draft: Draft, now: i64) -> Result<Curated, MemoryError> {
+        // Without an origin a draft is always stored: `None` cannot come back.
+        self.store(draft, None, now)
+            .map(|c| c.unwrap_or(Curated::Strengthened(0)))
+    }
+
+    fn remember_once(
+        &mut self,
+        draft: Draft,
+        origin: &str,
+        now: i64,
+    ) -> Result<Option<Curated>, MemoryError> {
+        self.store(draft, Some(origin), now)
     }
 
     fn forget(&mut self, id: i64, now: i64) -> Result<bool, MemoryError> {

@@ -26,6 +26,10 @@ use std::path::Path;
 pub struct PlannedEpic {
     /// `epic-N`, the stories, `epic-N-retrospective`, each with its default status.
     pub entries: Vec<(String, Status)>,
+    /// Whether one document plans all of the epic's stories. An epic two documents plan (a
+    /// later phase reusing the number) is two plans under one number: a story the file has and
+    /// the plan no longer names cannot be told renamed, so none is taken for a rename there.
+    pub one_document: bool,
 }
 
 /// Builds the plan of an epics document as BMad's `sprint_plan.py generate` reads it (epics in
@@ -43,7 +47,17 @@ pub fn planned_from(epics: &Epics, stories_dir: &Path) -> Vec<PlannedEpic> {
             )
         })
         .collect();
-    planned(&list, |k| stories_dir.join(format!("{k}.md")).is_file())
+    let mut plan = planned(&list, |k| stories_dir.join(format!("{k}.md")).is_file());
+    for (epic, (_, stories)) in plan.iter_mut().zip(&epics.plan.epics) {
+        let mut docs: Vec<&str> = stories
+            .iter()
+            .map(|s| epics.document_of(&s.file).unwrap_or(s.file.as_str()))
+            .collect();
+        docs.sort_unstable();
+        docs.dedup();
+        epic.one_document = docs.len() <= 1;
+    }
+    plan
 }
 
 /// What planning skips in an epics document, one line each with its file and line: repeated
@@ -86,7 +100,10 @@ pub fn planned(
                 entries.push((key.clone(), s));
             }
             entries.push((format!("epic-{n}-retrospective"), Status::Optional));
-            PlannedEpic { entries }
+            PlannedEpic {
+                entries,
+                one_document: true,
+            }
         })
         .collect()
 }
@@ -113,6 +130,9 @@ pub struct PlanReport {
     /// patterns, each with its file and line.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The epics documents planned from, in reading order, when there are several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<String>,
 }
 
 /// Why planning failed; the file is unchanged.
@@ -330,18 +350,33 @@ pub fn plan_sprint(
     // A story the epics document renamed: a new key whose epic-story number is that of a story
     // in the file the plan no longer names. The story in the file keeps its key and status (its
     // story file and branch carry that key) and the rename is reported; it is never added again.
+    // Only where that is unambiguous: the number is planned once, in an epic one document plans
+    // (two plans reusing an epic's number each have their own stories, and a finished story of
+    // one is never taken for a renamed story of the other).
     let named: std::collections::HashSet<&str> = plan
         .iter()
         .flat_map(|e| e.entries.iter().map(|(k, _)| k.as_str()))
         .collect();
     let mut renamed_to: std::collections::HashMap<String, String> = Default::default();
-    for (k, _) in plan.iter().flat_map(|e| e.entries.iter()) {
+    for (k, _) in plan
+        .iter()
+        .filter(|e| e.one_document)
+        .flat_map(|e| e.entries.iter())
+    {
         if fresh.sprint().get(k).is_some() {
             continue;
         }
         let KeyKind::Story { .. } = classify(k) else {
             continue;
         };
+        let same_number = plan
+            .iter()
+            .flat_map(|e| e.entries.iter())
+            .filter(|(p, _)| classify(p) == classify(k))
+            .count();
+        if same_number > 1 {
+            continue;
+        }
         let old = fresh.scan.entries.iter().find(|e| {
             !named.contains(e.key.as_str())
                 && classify(&e.key) == classify(k)
@@ -376,6 +411,7 @@ pub fn plan_sprint(
             // A new epic goes before the next epic of the plan the file has, or at the end.
             let block = PlannedEpic {
                 entries: new.into_iter().map(|(_, e)| e.clone()).collect(),
+                one_document: epic.one_document,
             };
             let next = plan[ei + 1..]
                 .iter()
@@ -616,5 +652,69 @@ mod tests {
             ("1-3-c", Some("backlog"), "ready-for-dev")
         );
         assert!(all[..8].iter().all(|e| e.from.is_none()));
+    }
+
+    #[test]
+    fn a_finished_story_is_never_taken_for_a_story_of_another_plan_under_its_epic_number() {
+        use baton_core::plan::docs::parse_epics_documents;
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("sprint-status.yaml");
+        // The file knows epic 28 of the first plan; its 28.2 was renamed since. A later plan
+        // (another document) numbers its own epic 28 too.
+        std::fs::write(
+            &path,
+            format!("{HEADER}  epic-28: in-progress\n  28-1-export: done\n  28-2-import-old: done\n  epic-28-retrospective: optional\n"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let doc =
+            |name: &str, text: &str| (name.to_owned(), vec![(name.to_owned(), text.to_owned())]);
+        let one = doc(
+            "epics.md",
+            "## Epic 28: Data\n### Story 28.1: Export\n### Story 28.2: Import\n",
+        );
+        let next = doc(
+            "epics-next.md",
+            "## Epic 28: Sync\n### Story 28.3: Sync daemon\n",
+        );
+        let both = parse_epics_documents(&[one.clone(), next]);
+        let plan = planned_from(&both, dir.path());
+        assert!(!plan[0].one_document);
+        let r = plan_sprint(&path, HEADER, &plan, now(), None).unwrap_or_else(|e| panic!("{e}"));
+        assert!(r.renamed.is_empty(), "{r:?}");
+        assert_eq!(
+            r.added.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+            ["28-2-import", "28-3-sync-daemon"]
+        );
+        assert_eq!(
+            r.orphans,
+            [("28-2-import-old".to_owned(), "done".to_owned())]
+        );
+        // The same rename with the first plan alone is one.
+        std::fs::write(
+            &path,
+            format!("{HEADER}  epic-28: in-progress\n  28-1-export: done\n  28-2-import-old: done\n  epic-28-retrospective: optional\n"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let alone = planned_from(&parse_epics_documents(&[one]), dir.path());
+        let r = plan_sprint(&path, HEADER, &alone, now(), None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            r.renamed,
+            [("28-2-import-old".to_owned(), "28-2-import".to_owned())]
+        );
+        // A number planned twice in one document is no rename either.
+        std::fs::write(
+            &path,
+            format!("{HEADER}  epic-28: in-progress\n  28-1-export: done\n  28-2-import-old: done\n  epic-28-retrospective: optional\n"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let twice = planned_from(
+            &parse_epics_documents(&[doc(
+                "epics.md",
+                "## Epic 28: Data\n### Story 28.1: Export\n### Story 28.2: Import\n### Story 28.2: Import again\n",
+            )]),
+            dir.path(),
+        );
+        let r = plan_sprint(&path, HEADER, &twice, now(), None).unwrap_or_else(|e| panic!("{e}"));
+        assert!(r.renamed.is_empty(), "{r:?}");
     }
 }

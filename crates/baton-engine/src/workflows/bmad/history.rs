@@ -106,6 +106,18 @@ pub struct EndDetail {
     pub reason: String,
 }
 
+/// A journal step of a session whose detail cannot be read: the session is not guessed at.
+#[derive(Debug, thiserror::Error)]
+#[error("journal step {step} ({stage}): {source}")]
+pub struct HistoryError {
+    /// The step's id.
+    pub step: i64,
+    /// Its stage.
+    pub stage: String,
+    /// Why its detail does not read.
+    pub source: serde_json::Error,
+}
+
 /// One entry of the session, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
@@ -131,13 +143,17 @@ pub struct History {
 impl History {
     /// Reads the ended steps of a session (`steps` of its key, in any order). A step whose
     /// detail cannot be read is an error naming it: the session is not guessed at.
-    pub fn read(steps: &[StepRecord]) -> Result<History, String> {
+    pub fn read(steps: &[StepRecord]) -> Result<History, HistoryError> {
         let mut steps: Vec<&StepRecord> = steps.iter().filter(|s| s.ended_at.is_some()).collect();
         steps.sort_by_key(|s| s.id);
         let mut entries = Vec::with_capacity(steps.len());
         for s in steps {
             let detail = s.detail.as_deref().unwrap_or("{}");
-            let bad = |e: serde_json::Error| format!("journal step {} ({}): {e}", s.id, s.stage);
+            let bad = |source: serde_json::Error| HistoryError {
+                step: s.id,
+                stage: s.stage.clone(),
+                source,
+            };
             let entry = match s.stage.as_str() {
                 // A turn that did not complete said nothing the session goes on from.
                 START => Entry::Start(serde_json::from_str(detail).map_err(bad)?),

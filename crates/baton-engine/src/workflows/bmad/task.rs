@@ -41,8 +41,8 @@ pub fn build(
     t.push_str("## How baton runs you\n");
     if skill.headless {
         t.push_str(
-            "- You run **headless**: `headless: true`. Do not ask and do not greet. Follow the \
-             skill's headless protocol for the whole run, and end your final answer with its JSON \
+            "- You run **headless**: `headless: true`, as invoked with `-H` / `--headless`. Do \
+             not ask and do not greet. Follow the skill's headless protocol for the whole run, and end your final answer with its JSON \
              status object (`status`: `complete`, `partial` or `blocked`; `assumptions`; \
              `open_questions`; the paths of the artifacts you wrote), in a ```json fence. baton \
              reads that object; an answer without it is not accepted.\n",

@@ -24,7 +24,7 @@ use crate::error::EngineError;
 use crate::protocol::{EventBody, UnitKey};
 use crate::run::{JournalHandle, Run};
 use crate::setup::SetupError;
-use crate::workflow::Workflow;
+use crate::workflow::{Ending, Workflow};
 use baton_core::plan::check::Finding;
 use baton_core::plan::pipeline::{DocState, PlanDecision, PlanStep, Readiness, decide};
 use baton_core::stamp::Stamp;
@@ -230,30 +230,27 @@ impl Workflow for Planning {
         Ok(run.end_orphaned_workers().await)
     }
 
-    /// Journals the run, runs the pipeline until it pauses, blocks, fails or is done, and
-    /// journals how it ended.
+    /// Runs the pipeline until it pauses, blocks, fails or is done.
     async fn run(mut self, run: Arc<Run>) -> Result<PlanRun, PlanError> {
         if let JournalHandle::Own(journal) = &run.journal {
             self.opts.journal = Some((journal.clone(), run.id.clone()));
         }
-        if let Err(e) = run.begin() {
-            return Err(PlanError::Run(e.to_string()));
-        }
-        let result = pipeline(&run, &self.opts, &self.state).await;
-        let (status, reason) = match &result {
-            _ if run.cancelled() => ("cancelled", "interrupted".to_owned()),
+        pipeline(&run, &self.opts, &self.state).await
+    }
+
+    fn ending(result: &Result<PlanRun, PlanError>, run: &Run) -> Ending {
+        match result {
+            _ if run.cancelled() => Ending::new("cancelled", "interrupted"),
             Ok(r) => match &r.end {
-                PlanEnd::Done => ("completed", String::new()),
-                PlanEnd::Paused { next } => ("paused", format!("before {next}")),
-                PlanEnd::Blocked { reason } => ("failed", reason.clone()),
-                PlanEnd::Failed { step, reason } => ("failed", format!("{step}: {reason}")),
+                PlanEnd::Done => Ending::new("completed", ""),
+                PlanEnd::Paused { next } => Ending::new("paused", format!("before {next}")),
+                PlanEnd::Blocked { reason } => Ending::new("failed", reason.clone()),
+                PlanEnd::Failed { step, reason } => {
+                    Ending::new("failed", format!("{step}: {reason}"))
+                }
             },
-            Err(e) => ("failed", e.to_string()),
-        };
-        if let Err(e) = run.end(status, &reason) {
-            return Err(PlanError::Run(e.to_string()));
+            Err(e) => Ending::new("failed", e.to_string()),
         }
-        result
     }
 }
 

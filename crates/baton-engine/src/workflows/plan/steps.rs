@@ -180,6 +180,15 @@ pub fn traceability(plan: &LoadedPlan) -> String {
 pub(super) fn sprint_step(opts: &PlanOptions) -> Result<Result<StepDone, Unproduced>, PlanError> {
     let paths = &opts.paths;
     let loaded = planning::load(&paths.planning, &paths.root)?;
+    if let Some(t) = loaded.undecided.first() {
+        // Which version is current is the person's call, as in BMad's sprint planning.
+        return Ok(Err(Unproduced(format!(
+            "`{}` and `{}` hold the same epics, whole and sharded; say which is current with \
+             `baton sprint-plan --epics whole` or `--epics sharded`",
+            shown(&paths.root, &t.whole),
+            shown(&paths.root, &t.sharded)
+        ))));
+    }
     let Some(epics) = &loaded.epics else {
         return Ok(Err(Unproduced(
             "there is no epics document to plan from".to_owned(),

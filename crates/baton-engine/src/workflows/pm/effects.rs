@@ -12,7 +12,7 @@
 use super::PmPass;
 use super::facts::Read;
 use super::seats::Seats;
-use crate::protocol::UnitKey;
+use crate::protocol::{EventBody, UnitKey};
 use crate::run::Run;
 use baton_core::pipeline::comments::{effect_marker, role_title};
 use baton_core::pipeline::decide::{Action, Ci, Review, Secs};
@@ -242,6 +242,13 @@ pub(super) async fn apply(
             )?;
             match taken {
                 Some(k) => {
+                    cx.run.emit_unit(
+                        &cx.unit,
+                        EventBody::PmSeatTaken {
+                            issue: cx.number,
+                            seat: k,
+                        },
+                    );
                     let text = format!("took implementation seat {k} of {}", p.seats);
                     state.record(now, text.clone());
                     Applied::Did(text)
@@ -255,6 +262,13 @@ pub(super) async fn apply(
             cx.end(id, "released")?;
             match k {
                 Some(k) => {
+                    cx.run.emit_unit(
+                        &cx.unit,
+                        EventBody::PmSeatReleased {
+                            issue: cx.number,
+                            seat: k,
+                        },
+                    );
                     let text = format!("gave back implementation seat {k}");
                     state.record(now, text.clone());
                     Applied::Did(text)

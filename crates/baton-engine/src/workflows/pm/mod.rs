@@ -25,7 +25,7 @@ pub mod turn;
 
 use crate::error::EngineError;
 use crate::run::Run;
-use crate::workflow::Workflow;
+use crate::workflow::{Ending, Workflow};
 use baton_core::pipeline::Phase;
 use baton_core::pipeline::decide::{Limits, Roles};
 use baton_github::{Forge, ForgeError, MergeMethod, NewLabel};
@@ -185,19 +185,18 @@ impl Workflow for PmPass {
             run: run.id.clone(),
             ..PassReport::default()
         };
-        if let Err(e) = run.begin() {
-            report.error = Some(e.to_string());
-            return report;
-        }
         if let Err(e) = pass::pass(&self, &run, &mut report).await {
             report.retry = explain::transient(&e);
             let text = explain::explain(&e, &self.pipeline.repo);
             report.error = Some(baton_core::secrets::redact(&text).into_owned());
         }
-        let _ = match &report.error {
-            None => run.end("completed", &format!("{} issues", report.issues.len())),
-            Some(e) => run.end("failed", e),
-        };
         report
+    }
+
+    fn ending(report: &PassReport, _run: &Run) -> Ending {
+        match &report.error {
+            None => Ending::new("completed", format!("{} issues", report.issues.len())),
+            Some(e) => Ending::new("failed", e.clone()),
+        }
     }
 }

@@ -12,7 +12,7 @@ use super::effects::{self, Applied, Ctx, SKILLS};
 use super::facts::{self, Trust};
 use super::seats::{self, Seats};
 use super::{IssueReport, PassReport, PmError, PmPass};
-use crate::protocol::UnitKey;
+use crate::protocol::{EventBody, UnitKey};
 use crate::run::Run;
 use baton_core::pipeline::Phase;
 use baton_core::pipeline::comments::role_title;
@@ -346,7 +346,16 @@ async fn one(
             continue;
         }
         match effects::apply(&mut cx, &mut state, seats, action, &key).await? {
-            Applied::Did(text) => did.push(text),
+            Applied::Did(text) => {
+                cx.run.emit_unit(
+                    &cx.unit,
+                    EventBody::PmEffectApplied {
+                        issue: cx.number,
+                        effect: text.clone(),
+                    },
+                );
+                did.push(text);
+            }
             Applied::Quiet => {}
             Applied::Stop(why) => {
                 waits = Some(why);

@@ -12,9 +12,9 @@
 
 use super::facts::branch_of;
 use super::{Pipeline, PmError};
-use crate::protocol::UnitKey;
+use crate::protocol::{EventBody, UnitKey};
 use crate::run::Run;
-use crate::workflow::Workflow;
+use crate::workflow::{Ending, Workflow};
 use crate::workflows::bmad::task::quote;
 use baton_agent::outcome::Status;
 use baton_agent::workspace::git::Git;
@@ -167,19 +167,18 @@ impl Workflow for PmTurn {
             role: self.role.clone(),
             ..TurnReport::default()
         };
-        if let Err(e) = run.begin() {
-            report.error = Some(e.to_string());
-            return report;
-        }
         if let Err(e) = self.turn(&run, &mut report).await {
             let text = super::explain::explain(&e, &self.pipeline.repo);
             report.error = Some(baton_core::secrets::redact(&text).into_owned());
         }
-        let _ = match &report.error {
-            None => run.end("completed", &report.outcome),
-            Some(e) => run.end("failed", e),
-        };
         report
+    }
+
+    fn ending(report: &TurnReport, _run: &Run) -> Ending {
+        match &report.error {
+            None => Ending::new("completed", report.outcome.clone()),
+            Some(e) => Ending::new("failed", e.clone()),
+        }
     }
 }
 
@@ -259,6 +258,14 @@ impl PmTurn {
             })
             .collect();
         let agent = p.agent_of(&self.role);
+        run.emit_unit(
+            &unit.key,
+            EventBody::PmTurn {
+                issue: self.issue,
+                role: self.role.clone(),
+                agent: agent.clone(),
+            },
+        );
         let outcome = run
             .run_agent(
                 &unit,

@@ -15,7 +15,7 @@ mod stage;
 use crate::error::EngineError;
 use crate::protocol::{EscalationView, EventBody, UnitKey};
 use crate::run::{Run, Unit, escalate, preflight};
-use crate::workflow::Workflow;
+use crate::workflow::{Ending, Workflow};
 use crate::workflows::sprint::report::RunEnd;
 use baton_core::sdd::{
     Mark, Plan, PlanTask, SddEnd, SddRules, SddStage, SddStep, TaskDecision, TaskFacts, TaskState,
@@ -120,6 +120,10 @@ impl Workflow for Sdd {
     async fn run(self, run: Arc<Run>) -> SddReport {
         self.work(run).await
     }
+
+    fn ending(report: &SddReport, _run: &Run) -> Ending {
+        Ending::new(report.end.as_str(), report.reason.clone())
+    }
 }
 
 impl Sdd {
@@ -166,13 +170,7 @@ impl Sdd {
             escalation: None,
             cost_usd: 0.0,
         };
-        if let Some(prev) = run.interrupted().ok().flatten() {
-            let _ = run.end_other(&prev.id, "cancelled", "interrupted; resumed by a later run");
-        }
-        let result = match run.begin() {
-            Ok(()) => self.drive_all(&run, &mut report).await,
-            Err(e) => Err(e),
-        };
+        let result = self.drive_all(&run, &mut report).await;
         if let Err(e) = result {
             report.end = RunEnd::Failed;
             report.reason = e.to_string();
@@ -193,7 +191,6 @@ impl Sdd {
             })
             .collect();
         report.cost_usd = run.spent();
-        let _ = run.end(report.end.as_str(), &report.reason);
         report
     }
 

@@ -15,13 +15,13 @@ mod user_changes;
 
 use crate::ctx::{RunCtx, StoryCtx};
 use crate::error::EngineError;
-use crate::protocol::{EscalationView, EventBody};
-use crate::run::Run;
+use crate::protocol::EventBody;
+use crate::run::{Run, RunKind};
 use crate::settings::SprintSettings;
 use crate::sprint_tools::SharedLedger;
 use crate::stages::retro;
 use crate::story::{Ended, drive};
-use crate::workflow::Workflow;
+use crate::workflow::{Ending, Workflow};
 use baton_agent::runner::Mode;
 use baton_core::actor::Actor;
 use baton_core::key::KeyKind;
@@ -75,6 +75,15 @@ impl SprintEngine {
                 r
             }
         };
+        // A story's status move and its stage commit are one effect: a run interrupted between
+        // the two makes the stage's commit, under the stage's own message, before its own.
+        if report.end == RunEnd::Cancelled
+            && let Err(e) = recovery::commit_owed_stage(&run, &run.id).await
+        {
+            run.emit(EventBody::Notice {
+                message: format!("the interrupted stage's commit was not made: {e}"),
+            });
+        }
         // Whatever the end, leave nothing of baton's uncommitted (escalation log, review
         // findings, a needs-intervention status), so the next `baton sprint` starts clean.
         let short = report.reason.lines().next().unwrap_or_default().to_owned();
@@ -110,13 +119,11 @@ impl SprintEngine {
             }
         }
         report.usage = run.run.usage();
-        let _ = run.end(report.end.as_str(), &report.reason);
         report
     }
 
     async fn start(&self, run: &RunCtx) -> Result<(), EngineError> {
-        recovery::tidy(run).await?;
-        run.begin()
+        recovery::tidy(run).await
     }
 }
 
@@ -130,6 +137,10 @@ impl Workflow for SprintEngine {
     async fn run(self, run: Arc<Run>) -> SprintReport {
         let ctx = self.context(run);
         self.work(ctx).await
+    }
+
+    fn ending(report: &SprintReport, _run: &Run) -> Ending {
+        Ending::new(report.end.as_str(), report.reason.clone())
     }
 }
 
@@ -241,20 +252,21 @@ async fn run_batch(run: &Arc<RunCtx>) -> SprintReport {
         }
         return summarize(report);
     }
-    // An open escalation of another story blocks new stories (its own story may resume); a plan
-    // task's (`baton sdd`, keyed `sdd:…`) is not the sprint's.
+    // An open escalation of another story blocks new stories (its own story may resume); one of
+    // another workflow's units (a plan task, a planning step, a BMad session, an issue, a team
+    // task) waits for that workflow, not for the sprint.
     let open: Vec<_> = run
         .with_ledger(|l| Ok(l.journal().escalations(true)?))
         .unwrap_or_default()
         .into_iter()
-        .filter(|e| !e.key.as_deref().is_some_and(|k| k.starts_with("sdd:")))
+        .filter(|e| crate::protocol::belongs_to(e.key.as_deref(), RunKind::Sprint))
         .collect();
     for (i, key) in keys.iter().enumerate() {
         let left = keys.len() - i;
         if let Some(e) = open.iter().find(|e| e.key.as_deref() != Some(key.as_str())) {
             report.end = RunEnd::Paused;
             report.reason = format!("escalation #{} is open: {}", e.id, e.title);
-            report.escalation = Some(EscalationView::of(e, false));
+            report.escalation = Some(crate::protocol::escalation_view(e, false));
             report.skipped += left;
             break;
         }

@@ -165,7 +165,23 @@ pub async fn tidy(run: &RunCtx) -> Result<(), EngineError> {
         // A failure is the run's to report: it does not end `completed`.
         let _ = run.commit("-", message).await;
     }
-    run.end_other(&prev.id, "cancelled", "interrupted; resumed by a later run")
+    Ok(())
+}
+
+/// Makes the stage commit run `run_id` owes, if it owes one: its last status move was made and
+/// the stage's commit was not (an interrupt landed between the two). The commit is made under
+/// the stage's own message (`story(1-1): create`), so the history never folds a stage into a
+/// run's closing commit. Work a step will redo, or whose commit the story's next move makes, is
+/// left alone. Whether a commit was made.
+pub async fn commit_owed_stage(run: &RunCtx, run_id: &str) -> Result<bool, EngineError> {
+    if owned_by_a_step(run, run_id)? {
+        return Ok(false);
+    }
+    let Some(message) = recovered_stage(run, run_id).await? else {
+        return Ok(false);
+    };
+    run.commit("-", message).await?;
+    Ok(true)
 }
 
 /// Whether the root-relative `path` names a temporary file of an interrupted write

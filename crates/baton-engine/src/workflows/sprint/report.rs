@@ -4,34 +4,7 @@ use crate::protocol::EscalationView;
 use baton_core::meter::Meter;
 use serde::Serialize;
 
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunEnd {
-    /// Every story of the batch is done.
-    Completed,
-    /// Waiting for a human's answer.
-    Paused,
-    /// The budget stopped it.
-    Stopped,
-    /// A story needs intervention, nothing could be done, or something failed.
-    Failed,
-    /// Cancelled (Ctrl-C).
-    Cancelled,
-}
-
-impl RunEnd {
-    /// The journal's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunEnd::Completed => "completed",
-            RunEnd::Paused => "paused",
-            RunEnd::Stopped => "stopped",
-            RunEnd::Failed => "failed",
-            RunEnd::Cancelled => "cancelled",
-        }
-    }
-}
+pub use baton_protocol::RunEnd;
 
 /// One story's line of the batch report.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -1,7 +1,7 @@
 //! Runs and steps in SQLite: the `runs` and `steps` tables (a step needs its run: foreign key).
 
 use super::SqliteJournal;
-use crate::journal::{JournalError, RunLog, RunRecord, StepRecord};
+use crate::journal::{INTERRUPTED, JournalError, RunHold, RunLog, RunRecord, StepRecord};
 use rusqlite::{OptionalExtension, Row, params};
 
 /// Columns of `steps`, in the order [`raw_step`] reads them.
@@ -9,6 +9,33 @@ const STEP_COLUMNS: &str =
     "id, run_id, key, stage, attempt, input_hash, outcome, started_at, ended_at, detail";
 
 impl SqliteJournal {
+    /// The liveness lock of run `id` (`live/<id>.lock` beside the database), `None` for a
+    /// journal in memory.
+    fn run_lock(&self, id: &str) -> Option<std::path::PathBuf> {
+        if self.path() == std::path::Path::new(super::MEMORY_PATH) {
+            return None;
+        }
+        let name: String = id
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let dir = self.path().parent().unwrap_or(std::path::Path::new("."));
+        Some(dir.join("live").join(format!("{name}.lock")))
+    }
+
+    fn lock_err(path: &std::path::Path) -> impl Fn(std::io::Error) -> JournalError + '_ {
+        move |source| JournalError::RunLock {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
     fn checked_step(&self, raw: RawStep) -> Result<StepRecord, JournalError> {
         let attempt = u32::try_from(raw.attempt).map_err(|_| {
             self.corrupt(
@@ -174,6 +201,70 @@ impl RunLog for SqliteJournal {
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(self.err())?;
         raws.into_iter().map(|raw| self.checked_step(raw)).collect()
+    }
+
+    fn runs_of_kind(&self, kind: &str, n: usize) -> Result<Vec<RunRecord>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, kind, started_at, ended_at, status, reason FROM runs
+                 WHERE kind = ?1 ORDER BY started_at DESC, rowid DESC LIMIT ?2",
+            )
+            .map_err(self.err())?;
+        let limit = i64::try_from(n).unwrap_or(i64::MAX);
+        stmt.query_map(params![kind, limit], run_from_row)
+            .map_err(self.err())?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.err())
+    }
+
+    fn unfinished_runs(&self) -> Result<Vec<RunRecord>, JournalError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, kind, started_at, ended_at, status, reason FROM runs
+                 WHERE ended_at IS NULL ORDER BY started_at, rowid",
+            )
+            .map_err(self.err())?;
+        stmt.query_map([], run_from_row)
+            .map_err(self.err())?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(self.err())
+    }
+
+    fn hold_run(&self, id: &str) -> Result<RunHold, JournalError> {
+        match self.run_lock(id) {
+            Some(path) => RunHold::take(&path).map_err(Self::lock_err(&path)),
+            None => Ok(RunHold::none()),
+        }
+    }
+
+    fn run_is_held(&self, id: &str) -> Result<bool, JournalError> {
+        match self.run_lock(id) {
+            Some(path) => RunHold::is_held(&path).map_err(Self::lock_err(&path)),
+            // A journal in memory is this process's own: its runs are alive.
+            None => Ok(true),
+        }
+    }
+
+    fn close_interrupted(
+        &mut self,
+        id: &str,
+        at: &str,
+        reason: &str,
+    ) -> Result<bool, JournalError> {
+        let closed = self.write(|tx| {
+            Ok(tx.execute(
+                "UPDATE runs SET ended_at = ?2, status = ?3, reason = ?4
+                 WHERE id = ?1 AND ended_at IS NULL",
+                params![id, at, INTERRUPTED, baton_core::secrets::redact(reason)],
+            )? > 0)
+        })?;
+        if let Some(path) = self.run_lock(id) {
+            // The lock file of a run nobody holds any more.
+            let _ = std::fs::remove_file(path);
+        }
+        Ok(closed)
     }
 
     fn steps_for_key(&self, key: &str) -> Result<Vec<StepRecord>, JournalError> {

@@ -297,3 +297,50 @@ fn a_read_only_store_reads_and_never_writes() {
         "a viewer sets nothing aside"
     );
 }
+
+#[test]
+fn a_draft_remembered_once_per_origin_changes_nothing_the_second_time() {
+    let mut m = store();
+    let d = draft(Kind::Decision, "lead with one account");
+    let first = m
+        .remember_once(d.clone(), "memlog|a|decision|lead", 1)
+        .unwrap();
+    assert!(matches!(first, Some(Curated::Added(_))));
+    let log = m.log().unwrap().len();
+    assert_eq!(
+        m.remember_once(d.clone(), "memlog|a|decision|lead", 2)
+            .unwrap(),
+        None
+    );
+    let stored = m.list(&Filter::default()).unwrap();
+    assert_eq!(
+        (stored.len(), stored[0].strength, stored[0].updated_at),
+        (1, 1, 1)
+    );
+    assert_eq!(m.log().unwrap().len(), log, "nothing logged");
+    // The same lesson from another memlog is learned again.
+    let other = m.remember_once(d, "memlog|b|decision|lead", 3).unwrap();
+    assert!(matches!(other, Some(Curated::Strengthened(_))));
+}
+
+#[test]
+fn a_version_one_database_gains_the_imports_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memory.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let v1 = SCHEMA.replace(
+            "CREATE TABLE IF NOT EXISTS imports (\n    origin TEXT PRIMARY KEY,\n    memory_id INTEGER,\n    at INTEGER NOT NULL\n);\n",
+            "",
+        );
+        assert_ne!(v1, SCHEMA);
+        conn.execute_batch(&v1).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+    }
+    let mut m = SqliteMemory::open(&path, 10, 1).unwrap();
+    assert!(
+        m.remember_once(draft(Kind::Pattern, "x"), "o", 1)
+            .unwrap()
+            .is_some()
+    );
+}

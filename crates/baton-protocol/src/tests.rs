@@ -2,8 +2,11 @@
 //! (what a web page or another process reads is what the run sent), and the JSON keeps the
 //! shape front ends already read (`event` beside the body's fields).
 
-use super::*;
-use baton_core::sdd::{Mark, TaskState};
+use crate::*;
+use baton_core::dispatch::Stage;
+use baton_core::sdd::{Mark, SddStage, TaskState, TaskView};
+use baton_core::status::{Status, StatusValue};
+use baton_core::story::StepOutcome;
 use proptest::prelude::*;
 use proptest::sample::select;
 
@@ -266,7 +269,78 @@ fn body() -> impl Strategy<Value = EventBody> {
                 .prop_map(|(step, ok, detail)| EventBody::PlanStepEnded { step, ok, detail }),
             (op(), text()).prop_map(|(op, reason)| EventBody::OpRejected { op, reason }),
         ];
-    prop_oneof![story, agent, other]
+    let workflows = prop_oneof![
+        (view(), proptest::option::of(text()))
+            .prop_map(|(escalation, next)| EventBody::EscalationAnswered { escalation, next }),
+        (any::<usize>(), text())
+            .prop_map(|(task, agent)| EventBody::TeamTaskStarted { task, agent }),
+        (any::<usize>(), text(), text(), usd()).prop_map(|(task, agent, status, cost_usd)| {
+            EventBody::TeamTaskFinished {
+                task,
+                agent,
+                status,
+                cost_usd,
+            }
+        }),
+        (text(), any::<u32>()).prop_map(|(session, turn)| EventBody::BmadTurn { session, turn }),
+        (text(), text(), text(), usd()).prop_map(|(session, selection, by, confidence)| {
+            EventBody::BmadMenuAnswered {
+                session,
+                selection,
+                by,
+                confidence,
+            }
+        }),
+        (text(), text(), proptest::collection::vec(text(), 0..3)).prop_map(
+            |(session, on, members)| EventBody::BmadParty {
+                session,
+                on,
+                members
+            }
+        ),
+        (text(), text(), text()).prop_map(|(session, end, reason)| EventBody::BmadSessionEnded {
+            session,
+            end,
+            reason
+        }),
+        (any::<u64>(), text())
+            .prop_map(|(issue, effect)| EventBody::PmEffectApplied { issue, effect }),
+        (any::<u64>(), any::<u32>())
+            .prop_map(|(issue, seat)| EventBody::PmSeatTaken { issue, seat }),
+        (any::<u64>(), any::<u32>())
+            .prop_map(|(issue, seat)| EventBody::PmSeatReleased { issue, seat }),
+    ];
+    let sprint = prop_oneof![
+        (text(), phase(), text()).prop_map(|(key, phase, detail)| EventBody::Merge {
+            key,
+            phase,
+            detail
+        }),
+        (text(), any::<u32>(), any::<bool>()).prop_map(|(key, round, passed)| EventBody::Review {
+            key,
+            round,
+            passed,
+            findings: Vec::new()
+        }),
+        (any::<u64>(), text(), text()).prop_map(|(issue, role, agent)| EventBody::PmTurn {
+            issue,
+            role,
+            agent
+        }),
+    ];
+    prop_oneof![story, agent, other, workflows, sprint]
+}
+
+fn phase() -> impl Strategy<Value = MergePhase> {
+    select(vec![
+        MergePhase::Worktree,
+        MergePhase::Queued,
+        MergePhase::Rebasing,
+        MergePhase::Conflict,
+        MergePhase::Testing,
+        MergePhase::Merged,
+        MergePhase::Kept,
+    ])
 }
 
 fn event() -> impl Strategy<Value = Event> {
@@ -285,6 +359,12 @@ proptest! {
         let json = serde_json::to_string(&e).unwrap();
         let back: Event = serde_json::from_str(&json).unwrap_or_else(|err| panic!("{err}: {json}"));
         prop_assert_eq!(back, e);
+    }
+
+    #[test]
+    fn every_name_is_the_event_tag_of_its_json(b in body()) {
+        let json = serde_json::to_value(&b).unwrap();
+        prop_assert_eq!(json["event"].as_str(), Some(b.name()));
     }
 
     #[test]
@@ -329,4 +409,25 @@ fn the_body_sits_beside_run_seq_time_and_scope() {
             choice: "retry".into()
         }
     );
+}
+
+#[test]
+fn an_answer_given_elsewhere_names_its_escalation_and_what_acts_on_it() {
+    let json = serde_json::json!({
+        "event": "escalation_answered",
+        "escalation": {
+            "id": 4, "key": "bmad:bmad-prd-1", "kind": "bmad-menu", "title": "t", "finding": "f",
+            "options": ["C: continue"], "choices": [{"id": "C: continue", "label": "C: continue"}],
+            "answer": "C: continue", "awaiting": false, "created_at": "2026-11-26T00:00:00Z",
+            "answered_at": "2026-11-26T00:01:00Z", "resolved_at": null, "run_id": "bmad-1"
+        },
+        "next": "`baton bmad run bmad-prd`"
+    });
+    let body: EventBody = serde_json::from_value(json).unwrap();
+    let EventBody::EscalationAnswered { escalation, next } = body else {
+        panic!("not an answer: {body:?}");
+    };
+    assert_eq!(escalation.unit(), Some(UnitKey::Bmad("bmad-prd-1".into())));
+    assert_eq!(escalation.unit().map(|u| u.workflow()), Some(RunKind::Bmad));
+    assert_eq!(next.as_deref(), Some("`baton bmad run bmad-prd`"));
 }
