@@ -705,6 +705,21 @@ impl Forge for GitHub {
         })
     }
 
+    fn list_closed_issues(&self, label: &str) -> ForgeFuture<'_, Vec<Issue>> {
+        let url = self.url(&format!(
+            "/issues?state=closed&labels={}&per_page={}",
+            enc(label),
+            self.per_page()
+        ));
+        Box::pin(async move {
+            let all: Vec<Issue> = self.pages("list closed issues", url, None).await?;
+            Ok(all
+                .into_iter()
+                .filter(|i| i.pull_request.is_none())
+                .collect())
+        })
+    }
+
     fn create_issue<'a>(&'a self, issue: &'a NewIssue) -> ForgeFuture<'a, Issue> {
         Box::pin(async move {
             let body =

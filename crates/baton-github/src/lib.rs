@@ -43,6 +43,8 @@ pub trait Forge: Send + Sync {
     fn get_issue(&self, number: u64) -> ForgeFuture<'_, Issue>;
     /// Every issue, open or closed (pull requests left out), every page.
     fn list_all_issues(&self) -> ForgeFuture<'_, Vec<Issue>>;
+    /// Closed issues (not pull requests) carrying `label`, every page.
+    fn list_closed_issues(&self, label: &str) -> ForgeFuture<'_, Vec<Issue>>;
     /// Opens an issue.
     fn create_issue<'a>(&'a self, issue: &'a NewIssue) -> ForgeFuture<'a, Issue>;
     /// Every comment of an issue, oldest first, every page.

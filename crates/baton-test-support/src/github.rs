@@ -17,6 +17,10 @@
 //! ([`FakeGitHub::calls`]). With [`FakeGitHub::protect_base`] a pull request is `blocked`
 //! until its approvals and required checks are in; auto-merge is refused for one that could
 //! merge at once (`clean`), as GitHub refuses it, and merges it as soon as it turns `clean`.
+//! A merge into the default branch closes the issues the pull request's body or commits (read
+//! from the attached git repository) name with a closing keyword, leaving their labels on, as
+//! GitHub does. [`FakeGitHub::hold_request`] stalls one request until it is released, so a test
+//! can run one client whole while another waits at any step.
 //! The clock is its own: it starts at 2026-01-05T09:00:00Z, moves one
 //! second with each write and jumps with [`FakeGitHub::advance`], so timestamps are
 //! reproducible.
@@ -126,6 +130,8 @@ struct IssueRec {
     created_at: Timestamp,
     updated_at: Timestamp,
     closed_at: Option<Timestamp>,
+    /// `completed` or `not_planned` once closed.
+    state_reason: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -221,6 +227,10 @@ struct State {
     git: Option<std::path::PathBuf>,
     /// Projects (v2) of the owner.
     projects: Vec<ProjectRec>,
+    /// Requests still to answer before the next one is held ([`FakeGitHub::hold_request`]).
+    hold_in: Option<u64>,
+    /// A request is held now.
+    holding: bool,
 }
 
 /// A project (v2) with one single-select field.
@@ -247,6 +257,7 @@ struct CommitRec {
 pub struct FakeGitHub {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
+    gate: Arc<tokio::sync::Notify>,
     task: JoinHandle<()>,
 }
 
@@ -260,6 +271,8 @@ impl Drop for FakeGitHub {
 pub const OWNER: &str = "acme";
 /// The repository the fake serves by default.
 pub const REPO: &str = "widgets";
+/// The repository's default branch: a merge into it closes the issues it names.
+pub const DEFAULT_BRANCH: &str = "main";
 /// The login the token acts as by default (what comments posted through the API are by).
 pub const VIEWER: &str = "baton-pm[bot]";
 
@@ -322,6 +335,36 @@ fn unpct(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The issues `text` closes with GitHub's closing keywords (`close`, `closes`, `closed`, `fix`,
+/// `fixes`, `fixed`, `resolve`, `resolves`, `resolved`, any case, an optional colon, then
+/// `#N` or `owner/repo#N` of this repository).
+fn closing_refs(text: &str, owner: &str, repo: &str) -> Vec<u64> {
+    const KEYWORDS: [&str; 9] = [
+        "close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved",
+    ];
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut out = Vec::new();
+    for pair in words.windows(2) {
+        let word = pair[0].trim_start_matches(|c: char| !c.is_alphanumeric());
+        let word = word.strip_suffix(':').unwrap_or(word);
+        if !KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(word)) {
+            continue;
+        }
+        let target = pair[1].trim_end_matches(|c: char| !c.is_ascii_digit());
+        let number = match target.split_once('#') {
+            Some(("", n)) => n,
+            Some((full, n)) if full.eq_ignore_ascii_case(&format!("{owner}/{repo}")) => n,
+            _ => continue,
+        };
+        if let Ok(n) = number.parse::<u64>()
+            && !out.contains(&n)
+        {
+            out.push(n);
+        }
+    }
+    out
 }
 
 /// The legacy `permission` for a role.
@@ -649,7 +692,8 @@ impl State {
                 "node_id": format!("LA_kwDO{}", l.id),
                 "url": format!("{}/labels/{}", self.repo_api(), pct(&l.name)),
                 "name": l.name,
-                "description": l.description,
+                // GitHub answers `null` for a label created without one.
+                "description": if l.description.is_empty() { Value::Null } else { Value::String(l.description.clone()) },
                 "color": l.color,
                 "default": false,
             }),
@@ -674,7 +718,7 @@ impl State {
             "html_url": format!("{}/issues/{number}", self.repo_html()),
             "number": number,
             "state": i.state,
-            "state_reason": null,
+            "state_reason": i.state_reason,
             "title": i.title,
             "body": i.body,
             "user": self.user(&i.author),
@@ -689,6 +733,14 @@ impl State {
             "created_at": stamp(i.created_at),
             "updated_at": stamp(i.updated_at),
             "author_association": self.association(&i.author),
+            "closed_by": null,
+            "timeline_url": format!("{api}/timeline"),
+            "performed_via_github_app": null,
+            "reactions": {
+                "url": format!("{api}/reactions"),
+                "total_count": 0, "+1": 0, "-1": 0, "laugh": 0, "hooray": 0, "confused": 0,
+                "heart": 0, "rocket": 0, "eyes": 0,
+            },
         });
         if let Some(p) = self.pulls.get(&number) {
             let html = format!("{}/pull/{number}", self.repo_html());
@@ -868,15 +920,73 @@ impl State {
 
     fn do_merge(&mut self, number: u64, by: &str) {
         let now = self.tick();
+        let mut into_default = false;
+        let mut texts = Vec::new();
         if let Some(p) = self.pulls.get_mut(&number) {
             p.merged_at = Some(now);
             p.merged_by = Some(by.to_owned());
             p.merge_commit_sha = Some(sha_of(&format!("merge-{number}")));
+            into_default = p.base == DEFAULT_BRANCH;
+            let (base, head) = (p.base.clone(), p.head_sha.clone());
+            texts.extend(self.commit_messages(&base, &head));
         }
         if let Some(i) = self.issues.get_mut(&number) {
             i.state = "closed".into();
             i.closed_at = Some(now);
             i.updated_at = now;
+            texts.push(i.body.clone());
+        }
+        // GitHub closes the issues the pull request's body or commits name with a closing
+        // keyword, when it merges into the default branch; their labels stay on.
+        if !into_default {
+            return;
+        }
+        let mut closes = Vec::new();
+        for t in &texts {
+            for n in closing_refs(t, &self.owner, &self.repo) {
+                if !closes.contains(&n) {
+                    closes.push(n);
+                }
+            }
+        }
+        for n in closes {
+            if self.pulls.contains_key(&n) {
+                continue;
+            }
+            if let Some(i) = self.issues.get_mut(&n)
+                && i.state == "open"
+            {
+                i.state = "closed".into();
+                i.closed_at = Some(now);
+                i.updated_at = now;
+                i.state_reason = Some("completed".into());
+            }
+        }
+    }
+
+    /// The messages of the commits on `head` that `base` lacks (from the attached git
+    /// repository; none without one).
+    fn commit_messages(&self, base: &str, head: &str) -> Vec<String> {
+        let Some(dir) = &self.git else {
+            return Vec::new();
+        };
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args([
+                "log",
+                "-z",
+                "--format=%B",
+                &format!("refs/heads/{base}..{head}"),
+            ])
+            .output();
+        match out {
+            Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+                .split('\0')
+                .filter(|m| !m.trim().is_empty())
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -971,6 +1081,7 @@ impl State {
                 created_at: now,
                 updated_at: now,
                 closed_at: None,
+                state_reason: None,
             },
         );
         number
@@ -1025,13 +1136,16 @@ fn paginate(base: &str, path: &str, query: &[(String, String)], items: Vec<Value
         pairs.push(format!("page={n}"));
         format!("{base}{path}?{}", pairs.join("&"))
     };
+    // In GitHub's order: prev, next, last, first.
     let mut links = Vec::new();
+    if page > 1 {
+        links.push(format!("<{}>; rel=\"prev\"", url_for(page - 1)));
+    }
     if page < last {
         links.push(format!("<{}>; rel=\"next\"", url_for(page + 1)));
         links.push(format!("<{}>; rel=\"last\"", url_for(last)));
     }
     if page > 1 {
-        links.push(format!("<{}>; rel=\"prev\"", url_for(page - 1)));
         links.push(format!("<{}>; rel=\"first\"", url_for(1)));
     }
     let reply = Reply::json(200, Value::Array(body));
@@ -1098,16 +1212,17 @@ fn route(
                 None => Reply::not_found(),
             },
         ),
-        ("GET", ["git", "ref", name]) => (
+        // A reference's name may come percent-encoded (`heads%2Fmain`) or as segments.
+        ("GET", ["git", "ref", name @ ..]) if !name.is_empty() => (
             "/repos/{owner}/{repo}/git/ref/{ref}",
-            match st.refs.get(&format!("refs/{name}")) {
-                Some(sha) => Reply::json(200, st.git_ref(&format!("refs/{name}"), sha)),
+            match st.refs.get(&format!("refs/{}", name.join("/"))) {
+                Some(sha) => Reply::json(200, st.git_ref(&format!("refs/{}", name.join("/")), sha)),
                 None => Reply::not_found(),
             },
         ),
-        ("GET", ["git", "matching-refs", prefix]) => {
+        ("GET", ["git", "matching-refs", prefix @ ..]) if !prefix.is_empty() => {
             ("/repos/{owner}/{repo}/git/matching-refs/{ref}", {
-                let prefix = format!("refs/{prefix}");
+                let prefix = format!("refs/{}", prefix.join("/"));
                 let items = st
                     .refs
                     .iter()
@@ -1118,19 +1233,21 @@ fn route(
             })
         }
         ("POST", ["git", "refs"]) => ("/repos/{owner}/{repo}/git/refs", create_ref(st, body)),
-        ("DELETE", ["git", "refs", name]) => ("/repos/{owner}/{repo}/git/refs/{ref}", {
-            let full = format!("refs/{name}");
-            if full.starts_with("refs/heads/") && st.git.is_some() {
-                Reply::error(
-                    422,
-                    "the fake serves branches from its git repository: push to delete",
-                )
-            } else if st.refs.remove(&full).is_some() {
-                Reply::no_content()
-            } else {
-                Reply::error(422, "Reference does not exist")
-            }
-        }),
+        ("DELETE", ["git", "refs", name @ ..]) if !name.is_empty() => {
+            ("/repos/{owner}/{repo}/git/refs/{ref}", {
+                let full = format!("refs/{}", name.join("/"));
+                if full.starts_with("refs/heads/") && st.git.is_some() {
+                    Reply::error(
+                        422,
+                        "the fake serves branches from its git repository: push to delete",
+                    )
+                } else if st.refs.remove(&full).is_some() {
+                    Reply::no_content()
+                } else {
+                    Reply::error(422, "Reference does not exist")
+                }
+            })
+        }
         ("POST", ["git", "commits"]) => {
             ("/repos/{owner}/{repo}/git/commits", create_commit(st, body))
         }
@@ -1471,6 +1588,10 @@ fn create_label(st: &mut State, body: Option<&Value>) -> Reply {
     let color = body_str(body, "color")
         .map(|c| c.trim_start_matches('#').to_owned())
         .unwrap_or_else(|| "ededed".into());
+    // GitHub takes six hex digits, and answers anything else as an invalid field.
+    if color.len() != 6 || !color.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Reply::invalid("Label", "color", "invalid", None);
+    }
     let description = body_str(body, "description").unwrap_or_default().to_owned();
     st.tick();
     let id = st.id();
@@ -1822,6 +1943,9 @@ fn failure_reply(failure: &Failure) -> Reply {
             .header("x-ratelimit-reset", reset.to_string())
             .header("x-ratelimit-limit", "5000"),
         Failure::Status(404) | Failure::AppliedThen(404) => Reply::not_found(),
+        // GitHub's own words for a refused token and a missing permission.
+        Failure::Status(401) => Reply::error(401, "Bad credentials"),
+        Failure::Status(403) => Reply::error(403, "Resource not accessible by integration"),
         Failure::Status(status) | Failure::AppliedThen(status) => {
             Reply::error(*status, "Server Error")
         }
@@ -1838,12 +1962,31 @@ fn etag_of(body: &str) -> String {
 }
 
 async fn handle(
-    AxumState(state): AxumState<Arc<Mutex<State>>>,
+    AxumState((state, gate)): AxumState<(Arc<Mutex<State>>, Arc<tokio::sync::Notify>)>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Response {
+    let hold = {
+        let mut st = State::lock(&state);
+        match st.hold_in {
+            Some(1) => {
+                st.hold_in = None;
+                st.holding = true;
+                true
+            }
+            Some(n) => {
+                st.hold_in = Some(n - 1);
+                false
+            }
+            None => false,
+        }
+    };
+    if hold {
+        gate.notified().await;
+        State::lock(&state).holding = false;
+    }
     let (response, hang) = answer(&state, &method, &uri, &headers, &bytes);
     if hang {
         std::future::pending::<()>().await;
@@ -2064,6 +2207,8 @@ impl State {
             commits: BTreeMap::new(),
             git: None,
             projects: Vec::new(),
+            hold_in: None,
+            holding: false,
         }
     }
 
@@ -2106,13 +2251,19 @@ impl FakeGitHub {
             },
         );
         let state = Arc::new(Mutex::new(state));
+        let gate = Arc::new(tokio::sync::Notify::new());
         let app = Router::new()
             .fallback(handle)
-            .with_state(Arc::clone(&state));
+            .with_state((Arc::clone(&state), Arc::clone(&gate)));
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        FakeGitHub { addr, state, task }
+        FakeGitHub {
+            addr,
+            state,
+            gate,
+            task,
+        }
     }
 
     fn st(&self) -> MutexGuard<'_, State> {
@@ -2155,7 +2306,7 @@ impl FakeGitHub {
         self.st().add_issue_rec(title, body, labels, author)
     }
 
-    /// Closes an issue.
+    /// A person closes an issue (as completed; its labels stay on, as on GitHub).
     pub fn close_issue(&self, number: u64) {
         let mut st = self.st();
         let now = st.tick();
@@ -2163,6 +2314,7 @@ impl FakeGitHub {
             i.state = "closed".into();
             i.closed_at = Some(now);
             i.updated_at = now;
+            i.state_reason = Some("completed".into());
         }
     }
 
@@ -2244,6 +2396,25 @@ impl FakeGitHub {
         let mut st = self.st();
         st.git = Some(dir.to_path_buf());
         st.sync_git();
+    }
+
+    /// Points reference `name` (`refs/heads/main`) at `sha`, a commit it then knows.
+    pub fn seed_ref(&self, name: &str, sha: &str) {
+        self.seed_commit(sha);
+        self.st().refs.insert(name.to_owned(), sha.to_owned());
+    }
+
+    /// A commit object `sha` the repository holds (on no branch).
+    pub fn seed_commit(&self, sha: &str) {
+        let mut st = self.st();
+        let date = st.now;
+        let tree = sha_of(&format!("tree of {sha}"));
+        st.commits.entry(sha.to_owned()).or_insert(CommitRec {
+            message: String::new(),
+            tree,
+            parents: Vec::new(),
+            date,
+        });
     }
 
     /// Every git reference, by full name, and the sha it points at.
@@ -2426,6 +2597,28 @@ impl FakeGitHub {
         self.st().spent_until = Some(reset);
     }
 
+    /// Holds the `n`-th request from now (1: the next) before it is answered, until
+    /// [`FakeGitHub::release`]: the client that sent it stalls there while others go on.
+    pub fn hold_request(&self, n: u64) {
+        let mut st = self.st();
+        st.hold_in = Some(n.max(1));
+        st.holding = false;
+    }
+
+    /// Whether a request is held now.
+    pub fn holding(&self) -> bool {
+        self.st().holding
+    }
+
+    /// Answers the held request, and holds nothing more.
+    pub fn release(&self) {
+        let mut st = self.st();
+        st.hold_in = None;
+        if st.holding {
+            self.gate.notify_one();
+        }
+    }
+
     /// Every request so far, with its answer, in order.
     pub fn calls(&self) -> Vec<RecordedCall> {
         self.st().calls.clone()
@@ -2577,5 +2770,71 @@ mod tests {
         // Another route is untouched.
         let (status, _, _) = send(&fake, "GET", "/repos/acme/widgets/issues", None, true).await;
         assert_eq!(status, 200);
+    }
+
+    #[test]
+    fn closing_keywords_are_githubs_in_any_case() {
+        let refs = |t: &str| closing_refs(t, "acme", "widgets");
+        assert_eq!(refs("Closes #1."), [1]);
+        assert_eq!(
+            refs("fixed #2, RESOLVES: #3 and resolve acme/widgets#4"),
+            [2, 3, 4]
+        );
+        assert_eq!(refs("close #5\nFix #5"), [5]);
+        for word in ["closes", "closed", "fix", "fixes", "resolve", "resolved"] {
+            assert_eq!(refs(&format!("{word} #9")), [9], "{word}");
+        }
+        assert!(refs("Refs #1; see #2; closes other/repo#3; fixing #4").is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_merge_into_the_default_branch_closes_the_issues_it_names_and_keeps_their_labels() {
+        let fake = FakeGitHub::start().await;
+        let named = fake.add_issue("Named", "", &["status/ready-to-merge"], "acme");
+        let other = fake.add_issue("Other", "", &[], "acme");
+        let side = fake.add_issue("Side", "", &[], "acme");
+        let (status, _, _) = send(
+            &fake,
+            "POST",
+            "/repos/acme/widgets/pulls",
+            Some(&format!(
+                r#"{{"title":"t","head":"feature","base":"main","body":"Fixes #{named}."}}"#
+            )),
+            true,
+        )
+        .await;
+        assert_eq!(status, 201);
+        let pr = side + 1;
+        // Into another branch: nothing closes.
+        let to_dev = fake.add_pull("t", "feature-2", "develop", false, "acme");
+        fake.merge(to_dev).expect("merged");
+        assert_eq!(fake.issue(named)["state"], "open");
+        fake.merge(pr).expect("merged");
+        assert_eq!(fake.issue(named)["state"], "closed");
+        assert_eq!(fake.issue(named)["state_reason"], "completed");
+        assert_eq!(fake.labels_of(named), ["status/ready-to-merge"]);
+        assert_eq!(fake.issue(other)["state"], "open");
+    }
+
+    #[tokio::test]
+    async fn a_held_request_waits_until_it_is_released() {
+        let fake = FakeGitHub::start().await;
+        fake.hold_request(2);
+        let (status, _, _) = send(&fake, "GET", "/repos/acme/widgets/labels", None, true).await;
+        assert_eq!(status, 200, "the first goes through");
+        let ((status, _, _), ()) = tokio::join!(
+            send(&fake, "GET", "/repos/acme/widgets/issues", None, true),
+            async {
+                while !fake.holding() {
+                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                }
+                assert_eq!(fake.calls().len(), 1, "held before it is answered");
+                fake.release();
+            }
+        );
+        assert_eq!(status, 200);
+        assert!(!fake.holding());
+        let (status, _, _) = send(&fake, "GET", "/repos/acme/widgets/issues", None, true).await;
+        assert_eq!(status, 200, "nothing more is held");
     }
 }

@@ -135,6 +135,7 @@ fn pipeline(cfg: &crate::config::Config, repo: &str) -> Result<Pipeline> {
                     .unwrap_or_else(|| "Status".to_owned()),
             )
         }),
+        repo: repo.to_owned(),
     })
 }
 
@@ -296,10 +297,14 @@ fn pass(root: &Path, args: &PmPassArgs) -> Result<Code> {
             print_pass(&report);
         }
         if let Some(e) = &report.error {
-            eprintln!(
-                "error: {e}\nnothing is lost: run `baton pm` again; it looks for what this pass \
-                 already did before doing anything"
-            );
+            if report.retry {
+                eprintln!(
+                    "error: {e}\nnothing is lost: run `baton pm` again; it looks for what this \
+                     pass already did before doing anything"
+                );
+            } else {
+                eprintln!("error: {e}");
+            }
             if !args.watch {
                 return Ok(Code::Error);
             }
@@ -392,8 +397,10 @@ fn client(repo: Option<&str>) -> Result<GitHub> {
         .filter(|t| !t.trim().is_empty())
         .ok_or_else(|| {
             anyhow::anyhow!(
-                "no GitHub token: set {TOKEN_ENV} to a token with `issues: write` on {repo} \
-                 (in GitHub Actions, `${{{{ secrets.GITHUB_TOKEN }}}}`)"
+                "no GitHub token: set {TOKEN_ENV} to a token for {repo} with Issues, Pull \
+                 requests and Contents: read and write; Checks, Commit statuses and Metadata: \
+                 read (a fine-grained token or a GitHub App's; see docs/github.md). In GitHub \
+                 Actions, `${{{{ secrets.BATON_GITHUB_TOKEN }}}}`"
             )
         })?;
     baton_core::secrets::register([token.clone()]);

@@ -24,19 +24,34 @@ enum Plan {
 }
 
 /// The options the workflows are written from: the roles and the owner of `[pipeline]`.
-fn options(root: &Path, args: &PmInitArgs) -> Result<Options> {
+fn options(root: &Path, args: &PmInitArgs) -> Result<(Options, Settings)> {
     let cfg = crate::project::config(root)?;
-    Ok(Options {
-        schedule: args.schedule.clone(),
-        roles: super::pm::roles_of(&cfg.pipeline)?.all(),
+    let settings = Settings {
+        login: cfg.pipeline.login.clone(),
         owner: cfg.pipeline.owner.clone(),
-        ..Options::default()
-    })
+        base: cfg.pipeline.base.clone(),
+    };
+    Ok((
+        Options {
+            schedule: args.schedule.clone(),
+            roles: super::pm::roles_of(&cfg.pipeline)?.all(),
+            owner: cfg.pipeline.owner.clone(),
+            ..Options::default()
+        },
+        settings,
+    ))
+}
+
+/// What `[pipeline]` holds of the settings the first pass needs.
+struct Settings {
+    login: Option<String>,
+    owner: Option<String>,
+    base: Option<String>,
 }
 
 /// Runs `baton pm init`.
 pub fn init(root: &Path, args: &PmInitArgs) -> Result<Code> {
-    let opts = options(root, args)?;
+    let (opts, settings) = options(root, args)?;
     let files = actions::workflows(&opts)?;
     let mut plans = Vec::with_capacity(files.len());
     for file in &files {
@@ -72,7 +87,7 @@ pub fn init(root: &Path, args: &PmInitArgs) -> Result<Code> {
             root.display()
         );
     }
-    next_steps(&opts);
+    next_steps(&opts, &settings);
     Ok(Code::Ok)
 }
 
@@ -98,7 +113,12 @@ fn at_repository_top(root: &Path) -> bool {
     root.join(".git").exists() || !root.ancestors().skip(1).any(|d| d.join(".git").exists())
 }
 
-fn next_steps(opts: &Options) {
+/// `value` as set, or what to set.
+fn shown(value: Option<&str>, unset: &str) -> String {
+    value.map_or_else(|| unset.to_owned(), |v| format!("now `{v}`"))
+}
+
+fn next_steps(opts: &Options, settings: &Settings) {
     let labels = opts
         .roles
         .iter()
@@ -119,9 +139,22 @@ fn next_steps(opts: &Options) {
          \x20    required checks and a required review: the PM publishes a pull request, with\n\
          \x20    auto-merge, only once CI is green and the review approved.\n\
          \x20 4. Set BATON_GIT in both files to the repository you install baton from.\n\
-         \x20 5. Commit and push `.github/workflows/`. The first pass creates the labels it routes\n\
+         \x20 5. In baton.toml, under [pipeline], set what the first pass needs:\n\
+         \x20    login = the account the token posts as ({login}):\n\
+         \x20            `github-actions[bot]` for the run's GITHUB_TOKEN, `NAME[bot]` for a\n\
+         \x20            GitHub App, your user for a personal token; the first pass stops\n\
+         \x20            until it matches;\n\
+         \x20    owner = who is asked to decide ({owner});\n\
+         \x20    base  = the branch pull requests merge into ({base}).\n\
+         \x20 6. Commit and push `.github/workflows/`. The first pass creates the labels it routes\n\
          \x20    with ({labels})\n\
          \x20    and the status labels ({first} … {last}).",
         providers = PROVIDER_SECRETS.join(", "),
+        login = shown(
+            settings.login.as_deref(),
+            "not set: `github-actions[bot]` is assumed"
+        ),
+        owner = shown(settings.owner.as_deref(), "not set: the repository's owner"),
+        base = shown(settings.base.as_deref(), "not set: `main`"),
     );
 }

@@ -23,6 +23,7 @@ mod parallel;
 mod plan_pipeline;
 mod planning;
 mod pm;
+mod pm_closed;
 mod pm_flow;
 mod pm_init;
 mod pm_rules;

@@ -277,7 +277,7 @@ impl World {
 }
 
 /// A snapshot of what a pipeline command printed, its run id made stable.
-fn snapshot(name: &str, run: &super::common::Run) {
+pub(super) fn snapshot(name: &str, run: &super::common::Run) {
     let stable = |t: &str| {
         regex::Regex::new(r"pm(-agent)?-\d{8}T\d{6}Z-\d+")
             .expect("a regex")
@@ -436,8 +436,29 @@ fn an_issue_flows_from_triage_to_done_with_one_status_comment() {
         !w.fake.pull(pr)["merged_at"].is_null(),
         "auto-merge merged it"
     );
-    w.pass();
+    // The pull request says `Closes #1`: GitHub closed the issue on the merge, labels on.
+    assert_eq!(
+        w.fake.issue(n)["state"],
+        "closed",
+        "GitHub closed the issue"
+    );
+    assert_eq!(w.fake.issue(n)["state_reason"], "completed");
+    assert!(
+        w.labels(n).contains(&"status/ready-to-merge".to_owned()),
+        "{:?}",
+        w.labels(n)
+    );
+    let run = w.pass();
+    assert!(
+        !run.stdout.contains("no longer open"),
+        "the seat is given back in the issue's own history: {}",
+        run.describe()
+    );
     assert_eq!(w.phase(n), "status/done");
+    // A Done issue is no longer followed: another pass changes nothing.
+    let done = w.status_comments(n);
+    w.pass();
+    assert_eq!(w.status_comments(n), done);
     assert!(
         !w.fake
             .refs()
@@ -479,6 +500,15 @@ fn an_issue_flows_from_triage_to_done_with_one_status_comment() {
             status[0]
         );
     }
+    assert!(status[0].contains("| Phase | Done |"), "{}", status[0]);
+    assert_eq!(
+        status[0]
+            .matches("UTC: gave back implementation seat")
+            .count(),
+        1,
+        "the seat is given back once: {}",
+        status[0]
+    );
     for c in w.comments(n) {
         if c["user"]["login"] == "baton-pm[bot]" {
             let body = c["body"].as_str().unwrap_or_default();

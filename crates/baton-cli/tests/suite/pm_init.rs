@@ -56,6 +56,10 @@ fn pm_init_writes_the_workflows_keeps_them_on_a_rerun_and_never_replaces_an_edit
     for secret in ["BATON_GITHUB_TOKEN", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"] {
         assert!(run.stdout.contains(secret), "{}", run.describe());
     }
+    // Every setting the first pass needs is named.
+    for setting in ["[pipeline]", "login =", "owner =", "base  ="] {
+        assert!(run.stdout.contains(setting), "{}", run.describe());
+    }
     assert!(
         run.stdout
             .contains("agent/business-analyst, agent/architect, agent/backend, agent/reviewer")
@@ -161,4 +165,20 @@ fn pm_init_below_the_top_of_a_repository_says_github_will_not_see_the_workflows(
     // At the top, no note.
     let run = p.ok(&["pm", "init"]);
     assert!(!run.stdout.contains("note:"), "{}", run.describe());
+}
+
+#[test]
+fn a_schedule_more_often_than_github_runs_schedules_is_refused_with_the_reason() {
+    let p = Project::empty();
+    let run = p
+        .run(&["pm", "init", "--schedule", "*/2 * * * *"])
+        .expect_code(1);
+    snapshot("pm_init_too_often", &run);
+    assert!(
+        run.stderr.contains("at most every 5 minutes"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(read(&p, PM_WORKFLOW), None, "nothing is written");
+    p.ok(&["pm", "init", "--schedule", "*/5 * * * *"]);
 }

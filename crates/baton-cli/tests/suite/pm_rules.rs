@@ -43,51 +43,61 @@ fn three_round_trips_ask_the_owner_and_a_blocked_agent_asks_at_once() {
     assert_eq!(w.phase(n), "status/implementing");
     assert_eq!(w.agent_labels(n), ["agent/backend"]);
 
-    // Round trip 1: the implementer asks the architect through the PM.
-    says(
-        &w,
-        n,
-        "backend",
-        "Backend Developer → Architect",
-        "One table or two?",
+    // Seed 002's round trips: a question and its answer are one. Three times the implementer
+    // asks the architect and the architect answers; the third answer goes to the owner.
+    for round in 1..=3u32 {
+        says(
+            &w,
+            n,
+            "backend",
+            "Backend Developer → Architect",
+            &format!("Question {round}: one table or two?"),
+        );
+        says(
+            &w,
+            n,
+            "backend",
+            "Backend Developer → Product Manager",
+            "Asked the architect.",
+        );
+        w.pass();
+        assert_eq!(w.agent_labels(n), ["agent/architect"], "question {round}");
+        let status = &w.status_comments(n)[0];
+        assert!(
+            status.contains(&format!("| Round trips | {} |", round - 1)),
+            "a question alone counts nothing: {status}"
+        );
+        assert!(
+            status.contains(&format!(
+                "| Open question | from `agent/backend`; its answer makes round trip {round} |"
+            )),
+            "{status}"
+        );
+        says(
+            &w,
+            n,
+            "architect",
+            "Architect → Product Manager",
+            &format!("Answer {round}: one table."),
+        );
+        w.pass();
+        if round < 3 {
+            // The answer goes back to the one who asked, and completes the round trip.
+            assert_eq!(w.agent_labels(n), ["agent/backend"], "answer {round}");
+            assert_eq!(w.phase(n), "status/implementing", "no phase progress");
+            let status = &w.status_comments(n)[0];
+            assert!(
+                status.contains(&format!("| Round trips | {round} |")),
+                "{status}"
+            );
+            assert!(!status.contains("| Open question |"), "{status}");
+        }
+    }
+    assert_eq!(
+        w.phase(n),
+        "status/awaiting-owner",
+        "the third answer escalates"
     );
-    says(
-        &w,
-        n,
-        "backend",
-        "Backend Developer → Product Manager",
-        "Asked the architect.",
-    );
-    w.pass();
-    assert_eq!(w.agent_labels(n), ["agent/architect"]);
-    // Round trip 2: the answer goes back to the one who asked.
-    says(
-        &w,
-        n,
-        "architect",
-        "Architect → Product Manager",
-        "One table.",
-    );
-    w.pass();
-    assert_eq!(w.agent_labels(n), ["agent/backend"]);
-    assert_eq!(w.phase(n), "status/implementing", "no phase progress");
-    // Round trip 3 without progress: the owner decides.
-    says(
-        &w,
-        n,
-        "backend",
-        "Backend Developer → Architect",
-        "And the index?",
-    );
-    says(
-        &w,
-        n,
-        "backend",
-        "Backend Developer → Product Manager",
-        "Asked again.",
-    );
-    w.pass();
-    assert_eq!(w.phase(n), "status/awaiting-owner");
     assert!(w.agent_labels(n).is_empty());
     assert_eq!(count(&w, n, "3 round trips without progress"), 1);
     assert_eq!(count(&w, n, "[Product Manager → @acme]"), 1);
@@ -362,6 +372,14 @@ fn failures_on_github_end_in_a_clear_state_and_a_rerun_duplicates_nothing() {
     );
     let run = w.run(&["pm"]).expect_code(1);
     assert!(run.stderr.contains("forbidden (403)"), "{}", run.describe());
+    // A missing permission is named, with the repository; running again would not help.
+    assert!(
+        run.stderr
+            .contains("needs Contents: read and write on `acme/widgets`"),
+        "{}",
+        run.describe()
+    );
+    assert!(!run.stderr.contains("again"), "{}", run.describe());
     w.fake.advance(SignedDuration::from_mins(11));
     w.pass();
     assert_eq!(w.phase(m), "status/implementing");
@@ -694,7 +712,12 @@ fn watch_passes_again_and_again_and_a_label_gone_mid_pass_is_no_error() {
         w.fake
             .calls()
             .iter()
-            .filter(|c| c.method == "GET" && c.path.ends_with("/issues"))
+            // A pass lists the open issues once (and the closed ones by label).
+            .filter(|c| {
+                c.method == "GET"
+                    && c.path.ends_with("/issues")
+                    && c.query_value("state") == Some("open")
+            })
             .count()
     };
     while passes() < 3 {
@@ -731,4 +754,130 @@ fn a_login_that_is_not_the_tokens_is_named_before_a_second_status_comment() {
         "the comment it could not find again is gone"
     );
     assert_eq!(w.phase(n), "status/ready", "nothing else was done");
+}
+
+#[test]
+fn new_users_are_told_the_repository_and_the_missing_permission_and_when_to_run_again() {
+    let w = world(&Script::new(), "");
+    // No token: every permission docs/github.md asks for.
+    let args = ["pm"];
+    let mut cmd = w.command(&args);
+    cmd.env_remove("GITHUB_TOKEN");
+    let run = run_guarded(cmd, &args).expect_code(1);
+    super::pm_flow::snapshot("pm_no_token", &run);
+    for permission in [
+        "Issues, Pull\nrequests and Contents: read and write",
+        "Checks, Commit statuses and Metadata",
+    ] {
+        let flat = run.stderr.replace('\n', " ");
+        assert!(
+            flat.contains(&permission.replace('\n', " ")),
+            "{}",
+            run.describe()
+        );
+    }
+    // A repository that does not exist (or the token cannot see).
+    let run = w.run(&["pm", "--repo", "acme/widgetz"]).expect_code(1);
+    super::pm_flow::snapshot("pm_wrong_repository", &run);
+    assert!(run.stderr.contains("`acme/widgetz`"), "{}", run.describe());
+    assert!(!run.stderr.contains("again"), "{}", run.describe());
+    // A refused token.
+    w.fake.fail_next(
+        "GET",
+        "/repos/{owner}/{repo}/issues",
+        1,
+        Failure::Status(401),
+    );
+    let run = w.run(&["pm"]).expect_code(1);
+    super::pm_flow::snapshot("pm_bad_token", &run);
+    assert!(run.stderr.contains("`acme/widgets`"), "{}", run.describe());
+    assert!(!run.stderr.contains("again"), "{}", run.describe());
+    // A permission missing: named.
+    w.fake.fail_next(
+        "GET",
+        "/repos/{owner}/{repo}/commits/{ref}/check-runs",
+        1,
+        Failure::Status(403),
+    );
+    let n = w
+        .fake
+        .add_issue("Checks", "Story.", &["status/ci-pending"], "acme");
+    w.fake
+        .add_pull("Checks", &format!("baton/issue-{n}"), "main", true, "acme");
+    let run = w.run(&["pm"]).expect_code(1);
+    super::pm_flow::snapshot("pm_missing_permission", &run);
+    assert!(
+        run.stderr.contains("needs Checks: read"),
+        "{}",
+        run.describe()
+    );
+    assert!(!run.stderr.contains("again"), "{}", run.describe());
+    // GitHub's server failing: running again helps, and is said.
+    w.fake.fail_next(
+        "GET",
+        "/repos/{owner}/{repo}/issues",
+        4,
+        Failure::Status(502),
+    );
+    let run = w.run(&["pm"]).expect_code(1);
+    assert!(
+        run.stderr.contains("run `baton pm` again"),
+        "{}",
+        run.describe()
+    );
+}
+
+/// git in `dir`; it must succeed.
+fn git_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_turn_works_in_a_project_whose_gitignore_lists_baton() {
+    let w = world(&super::pm_flow::specialists(), "");
+    // The setup most users have: baton's own folder ignored at the root.
+    w.p.write(".gitignore", ".baton/\n");
+    git_in(w.p.root(), &["add", ".gitignore"]);
+    git_in(
+        w.p.root(),
+        &[
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@x",
+            "commit",
+            "-qm",
+            "ignore baton",
+        ],
+    );
+    git_in(w.p.root(), &["push", "-q", "origin", "HEAD:main"]);
+    let n = w.fake.add_issue(
+        "Greet the visitor",
+        "A visitor wants a greeting.",
+        &[],
+        "acme",
+    );
+    w.pass();
+    assert_eq!(w.agent_labels(n), ["agent/business-analyst"]);
+    let run = w.turn(n, "business-analyst");
+    assert!(run.stdout.contains("branch pushed"), "{}", run.describe());
+    let files = git_in(&w.bare, &["ls-tree", "-r", "--name-only", "baton/issue-1"]);
+    assert!(files.contains("docs/issues/issue-1/story.md"), "{files}");
+    assert!(
+        !files.contains(".baton/"),
+        "baton's state is never pushed: {files}"
+    );
+    w.pass();
+    assert_eq!(w.phase(n), "status/needs-architecture");
 }

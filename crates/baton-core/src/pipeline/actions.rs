@@ -76,6 +76,18 @@ pub enum ActionsError {
         /// What is wrong with it.
         why: String,
     },
+    /// A schedule that runs more often than GitHub Actions runs schedules.
+    #[error(
+        "the schedule `{schedule}` runs every {minutes} minute(s), but GitHub Actions runs a \
+         scheduled workflow at most every 5 minutes: use `*/5 * * * *` or a longer interval \
+         (events start a pass at once anyway; the schedule is only the sweep)"
+    )]
+    TooOften {
+        /// The schedule as given.
+        schedule: String,
+        /// The shortest interval it asks for.
+        minutes: u32,
+    },
     /// A role name that is not a label-safe word.
     #[error(
         "the role `{0}` is not a role name (lowercase letters, digits and `-`, e.g. `backend`)"
@@ -159,7 +171,60 @@ pub fn check_schedule(schedule: &str) -> Result<(), ActionsError> {
             }
         }
     }
+    if let Some(minutes) = shortest_interval(fields[0], fields[1])
+        && minutes < 5
+    {
+        return Err(ActionsError::TooOften {
+            schedule: schedule.to_owned(),
+            minutes,
+        });
+    }
     Ok(())
+}
+
+/// The values `field` (checked, numeric) takes within `lo..=hi`.
+fn values_of(field: &str, lo: u32, hi: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for item in field.split(',') {
+        let (range, step) = match item.split_once('/') {
+            Some((r, s)) => (r, s.parse::<u32>().unwrap_or(1).max(1)),
+            None => (item, 1),
+        };
+        let (a, b) = match range.split_once('-') {
+            _ if range == "*" => (lo, hi),
+            Some((a, b)) => (a.parse().unwrap_or(lo), b.parse().unwrap_or(hi)),
+            // `5/15` runs from 5 to the end in steps.
+            None if item.contains('/') => (range.parse().unwrap_or(lo), hi),
+            None => {
+                let v = range.parse().unwrap_or(lo);
+                (v, v)
+            }
+        };
+        out.extend((a..=b).step_by(step as usize));
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The shortest time in minutes between two runs of a schedule with these minute and hour
+/// fields (`None` when it runs once a day or less often within a day).
+fn shortest_interval(minute: &str, hour: &str) -> Option<u32> {
+    let minutes = values_of(minute, 0, 59);
+    let hours = values_of(hour, 0, 23);
+    let mut shortest: Option<u32> = None;
+    let mut note = |gap: u32| shortest = Some(shortest.map_or(gap, |s| s.min(gap)));
+    for pair in minutes.windows(2) {
+        note(pair[1] - pair[0]);
+    }
+    // From the hour's last minute to the next hour's first, when both hours run.
+    let wraps = hours.iter().any(|h| hours.contains(&((h + 1) % 24)));
+    if let (Some(first), Some(last)) = (minutes.first(), minutes.last())
+        && wraps
+    {
+        note(60 - last + first);
+    }
+    shortest
 }
 
 fn check_role(role: &str) -> Result<(), ActionsError> {
@@ -800,6 +865,28 @@ mod tests {
                 Err(ActionsError::Schedule { why: got, .. }) => assert_eq!(got, why, "{bad}"),
                 other => panic!("{bad}: {other:?}"),
             }
+        } // GitHub runs a schedule at most every 5 minutes.
+        for (often, minutes) in [
+            ("* * * * *", 1),
+            ("*/2 * * * *", 2),
+            ("0,3 9 * * *", 3),
+            ("0,58 * * * *", 2),
+        ] {
+            match check_schedule(often) {
+                Err(ActionsError::TooOften { minutes: got, .. }) => {
+                    assert_eq!(got, minutes, "{often}")
+                }
+                other => panic!("{often}: {other:?}"),
+            }
+        }
+        for fine in [
+            "*/5 * * * *",
+            "0,58 9 * * *",
+            "0 * * * *",
+            "3-59/5 * * * *",
+            "58 * * * *",
+        ] {
+            assert_eq!(check_schedule(fine), Ok(()), "{fine}");
         }
     }
 

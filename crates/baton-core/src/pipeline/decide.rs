@@ -3,14 +3,16 @@
 //!
 //! | facts | actions |
 //! |---|---|
-//! | the pull request merged | Done, seat released |
+//! | the pull request merged (the issue open or closed) | Done, seat released |
+//! | the issue closed, no merged pull request, the owner's comment starting with "done" | Done, seat released |
+//! | the issue closed, no merged pull request | Awaiting Owner once, seat released; then it waits (no reminders) |
 //! | the pull request closed unmerged | Awaiting Owner (a person closed it) |
 //! | Awaiting Owner, the owner replied | back to the phase it left, its agent assigned, round trips reset |
 //! | Awaiting Owner for 48 h since it began or the last reminder | remind the owner |
 //! | a handback saying the agent is blocked | Awaiting Owner at once |
-//! | a handback asking another agent | that agent assigned, one round trip |
-//! | the answer to such a question | the asking agent assigned again, one round trip |
-//! | 3 round trips without a phase change | Awaiting Owner |
+//! | a handback asking another agent | that agent assigned (the round trip counts at the answer) |
+//! | the answer to such a question | the asking agent assigned again, one round trip (question and answer are one) |
+//! | 3 round trips without a phase change | Awaiting Owner (at the third answer, CI failure or change request) |
 //! | the analyst's handback | Needs Architecture, the architect assigned |
 //! | the architect's handback | Ready |
 //! | the implementer's handback with a pull request | CI Pending |
@@ -105,6 +107,10 @@ pub struct Issue {
     pub last_reminder: Option<Secs>,
     /// The owner replied since it began awaiting.
     pub owner_replied: bool,
+    /// The issue is closed on GitHub (by a merge that named it, or by hand).
+    pub closed: bool,
+    /// The owner's newest reply since it began awaiting starts with the word "done".
+    pub owner_says_done: bool,
 }
 
 impl Issue {
@@ -122,6 +128,8 @@ impl Issue {
             awaiting: None,
             last_reminder: None,
             owner_replied: false,
+            closed: false,
+            owner_says_done: false,
         }
     }
 }
@@ -258,9 +266,23 @@ pub fn decide(
         if pr.merged {
             return vec![Action::Move(Phase::Done), Action::ReleaseSeat];
         }
-        if pr.closed && issue.phase != Phase::AwaitingOwner {
+        if pr.closed && !issue.closed && issue.phase != Phase::AwaitingOwner {
             return escalate("the pull request was closed without merging");
         }
+    }
+    if issue.closed {
+        // Closed on GitHub without a merged pull request: a person closed it.
+        if issue.owner_says_done {
+            return vec![Action::Move(Phase::Done), Action::ReleaseSeat];
+        }
+        if issue.phase == Phase::AwaitingOwner {
+            return vec![Action::Wait(
+                "closed without a merged pull request; the owner's \"done\" makes it Done".into(),
+            )];
+        }
+        let mut out = escalate("the issue was closed without a merged pull request");
+        out.push(Action::ReleaseSeat);
+        return out;
     }
     if issue.phase == Phase::AwaitingOwner {
         let Some((since, left)) = issue.awaiting else {
@@ -352,15 +374,12 @@ fn handback(issue: &Issue, h: &Handback, roles: &Roles, limits: Limits) -> Vec<A
     if h.blocked {
         return escalate(format!("{} says it is blocked", h.from));
     }
+    // A question and its answer are one round trip, counted at the answer.
     if let Some(to) = &h.asks {
-        return round_trip(
-            issue,
-            limits,
-            vec![
-                Action::AskedBy(Some(h.from.clone())),
-                Action::Assign(to.clone()),
-            ],
-        );
+        return vec![
+            Action::AskedBy(Some(h.from.clone())),
+            Action::Assign(to.clone()),
+        ];
     }
     if let Some(asker) = &issue.asked_by
         && *asker != h.from

@@ -142,6 +142,13 @@ pub fn render(state: &State, footer: &str) -> String {
         ));
     }
     s.push_str(&format!("| Round trips | {} |\n", state.round_trips));
+    if let Some(asker) = &state.asked_by {
+        // A question and its answer are one round trip, counted when the answer comes.
+        s.push_str(&format!(
+            "| Open question | from `agent/{asker}`; its answer makes round trip {} |\n",
+            state.round_trips + 1
+        ));
+    }
     if let Some((since, _)) = &state.awaiting {
         s.push_str(&format!(
             "| Waiting on | the owner since {} |\n",

@@ -1,4 +1,5 @@
 mod common;
 mod contract;
+mod octokit_fixtures;
 mod regression;
 mod rules;

@@ -274,44 +274,54 @@ fn every_escalation_rule() {
 
 #[test]
 fn three_round_trips_without_progress_go_to_the_owner() {
-    // backend asks the architect; the architect answers; backend asks again: the third round
-    // trip (in one phase) escalates.
-    let mut issue = with(Phase::Implementing, |i| {
-        i.handback = Some(Handback {
-            from: "backend".into(),
-            asks: Some("architect".into()),
-            blocked: false,
-        });
-    });
-    assert_eq!(
-        run(&issue, free(), 0),
-        vec![
-            RoundTrip,
-            AskedBy(Some("backend".into())),
-            Assign("architect".into())
-        ]
-    );
-    issue.round_trips = 1;
-    issue.asked_by = Some("backend".into());
-    issue.handback = back("architect");
-    assert_eq!(
-        run(&issue, free(), 0),
-        vec![RoundTrip, AskedBy(None), Assign("backend".into())]
-    );
-    issue.round_trips = 2;
-    issue.asked_by = None;
-    issue.handback = Some(Handback {
+    // A question and its answer are one round trip (seed 002): backend asks the architect, the
+    // architect answers, three times; the third answer escalates.
+    let ask = Some(Handback {
         from: "backend".into(),
         asks: Some("architect".into()),
         blocked: false,
     });
+    let mut issue = with(Phase::Implementing, |i| i.handback = ask.clone());
+    for trips in 0..3 {
+        issue.round_trips = trips;
+        issue.asked_by = None;
+        issue.handback = ask.clone();
+        assert_eq!(
+            run(&issue, free(), 0),
+            vec![AskedBy(Some("backend".into())), Assign("architect".into())],
+            "question {} counts nothing yet",
+            trips + 1
+        );
+        issue.asked_by = Some("backend".into());
+        issue.handback = back("architect");
+        let answer = run(&issue, free(), 0);
+        if trips < 2 {
+            assert_eq!(
+                answer,
+                vec![RoundTrip, AskedBy(None), Assign("backend".into())],
+                "answer {}",
+                trips + 1
+            );
+        } else {
+            assert_eq!(
+                answer,
+                vec![
+                    RoundTrip,
+                    Escalate("3 round trips without progress".into()),
+                    Move(Phase::AwaitingOwner)
+                ],
+                "the third answer escalates"
+            );
+        }
+    }
+    // A CI failure counts one.
+    let third_red = with(Phase::CiPending, |i| {
+        i.round_trips = 2;
+        i.pr = pr(Ci::Red, Review::None);
+    });
     assert_eq!(
-        run(&issue, free(), 0),
-        vec![
-            RoundTrip,
-            Escalate("3 round trips without progress".into()),
-            Move(Phase::AwaitingOwner)
-        ]
+        run(&third_red, free(), 0)[1],
+        Escalate("3 round trips without progress".into())
     );
     // A review cycle counts too.
     let third_review = with(Phase::InReview, |i| {
@@ -323,6 +333,58 @@ fn three_round_trips_without_progress_go_to_the_owner() {
         run(&third_review, free(), 0)[1],
         Escalate("3 round trips without progress".into())
     );
+}
+
+#[test]
+fn closed_issues_are_followed_to_done_or_the_owner() {
+    let merged = Some(Pr {
+        draft: false,
+        ci: Ci::Green,
+        review: Review::Approved,
+        merged: true,
+        closed: false,
+    });
+    // GitHub closed it on the merge, or a person did after it: Done either way.
+    for phase in [Phase::ReadyToMerge, Phase::InReview, Phase::AwaitingOwner] {
+        let i = with(phase, |i| {
+            i.closed = true;
+            i.pr = merged;
+        });
+        assert_eq!(
+            run(&i, free(), 0),
+            vec![Move(Phase::Done), ReleaseSeat],
+            "{phase}"
+        );
+    }
+    // Closed by hand without a merge: the owner is asked once, the seat given back.
+    let by_hand = with(Phase::Implementing, |i| {
+        i.closed = true;
+        i.pr = pr(Ci::Green, Review::None);
+    });
+    assert_eq!(
+        run(&by_hand, free(), 0),
+        vec![
+            Escalate("the issue was closed without a merged pull request".into()),
+            Move(Phase::AwaitingOwner),
+            ReleaseSeat
+        ]
+    );
+    let asked = with(Phase::AwaitingOwner, |i| {
+        i.closed = true;
+        i.awaiting = Some((0, Phase::Implementing));
+        i.owner_replied = true;
+    });
+    assert!(
+        matches!(run(&asked, free(), 100 * H)[..], [Wait(_)]),
+        "no reminder and no way back while closed, unless the owner says done"
+    );
+    let done = with(Phase::AwaitingOwner, |i| {
+        i.closed = true;
+        i.awaiting = Some((0, Phase::Implementing));
+        i.owner_replied = true;
+        i.owner_says_done = true;
+    });
+    assert_eq!(run(&done, free(), 0), vec![Move(Phase::Done), ReleaseSeat]);
 }
 
 #[test]
@@ -406,6 +468,8 @@ fn any_issue() -> impl Strategy<Value = Issue> {
             awaiting: (phase == Phase::AwaitingOwner).then_some((0, Phase::Implementing)),
             last_reminder: None,
             owner_replied: false,
+            closed: false,
+            owner_says_done: false,
         },
     )
 }

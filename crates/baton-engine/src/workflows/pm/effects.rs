@@ -1,4 +1,4 @@
-//! A pass, and the effects of the PM's decisions on GitHub, each exactly once.
+//! The effects of the PM's decisions on GitHub, each exactly once.
 //!
 //! Every effect is journaled (`begin_step` under the issue's unit, its idempotency key in the
 //! detail) before it is sent and closed after. The key is the issue, the length of its history
@@ -9,191 +9,22 @@
 //! looked up before one is taken; a pull request is read before it is published. So an effect
 //! that reached GitHub before the kill is found, not repeated, and none is retried blindly.
 
-use super::facts::{self, Read, Trust};
-use super::seats::{self, Seats};
-use super::{IssueReport, PassReport, PmError, PmPass};
+use super::PmPass;
+use super::facts::Read;
+use super::seats::Seats;
 use crate::protocol::{EventBody, UnitKey};
 use crate::run::Run;
 use baton_core::pipeline::comments::{effect_marker, role_title};
-use baton_core::pipeline::decide::{self, Action, Board, Ci, Review, Secs};
+use baton_core::pipeline::decide::{Action, Ci, Review, Secs};
 use baton_core::pipeline::status_comment::{self, State};
 use baton_core::pipeline::{PM, Phase};
 use baton_core::story::StepOutcome;
-use baton_github::{Forge, ForgeError, Issue, ProjectField};
+use baton_github::{Forge, ForgeError, ProjectField};
 use std::sync::Arc;
 
-const SKILLS: &[&str] = &["agent-pipeline"];
+use super::PmError;
 
-/// Creates the labels the pipeline uses that the repository lacks; returns notes.
-async fn ensure_labels(pass: &PmPass) -> Result<Vec<String>, ForgeError> {
-    let have: Vec<String> = pass
-        .forge
-        .list_labels()
-        .await?
-        .into_iter()
-        .map(|l| l.name.to_lowercase())
-        .collect();
-    let mut notes = Vec::new();
-    for l in pass.pipeline.labels() {
-        if have.contains(&l.name.to_lowercase()) {
-            continue;
-        }
-        if pass.dry_run {
-            notes.push(format!("would create the label `{}`", l.name));
-            continue;
-        }
-        match pass.forge.create_label(&l).await {
-            Ok(_) => notes.push(format!("created the label `{}`", l.name)),
-            // Created meanwhile by another pass.
-            Err(ForgeError::Rejected { status: 422, .. }) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(notes)
-}
-
-/// The tree seat and lock commits are written with: the base branch's.
-async fn base_tree(pass: &PmPass) -> Result<String, PmError> {
-    let base = &pass.pipeline.base;
-    let r = pass
-        .forge
-        .get_ref(&format!("heads/{base}"))
-        .await
-        .map_err(|e| match e {
-            ForgeError::NotFound { .. } => PmError::Other(format!(
-                "the base branch `{base}` does not exist on GitHub; set `[pipeline] base` in baton.toml"
-            )),
-            e => PmError::Forge(e),
-        })?;
-    Ok(pass.forge.get_commit(&r.object.sha).await?.tree.sha)
-}
-
-/// One pass over the open issues.
-pub async fn pass(pass: &PmPass, run: &Arc<Run>, report: &mut PassReport) -> Result<(), PmError> {
-    let forge = pass.forge.as_ref();
-    let mut only = pass.only.clone();
-    if !pass.pulls.is_empty() {
-        only.get_or_insert_with(Vec::new);
-    }
-    for n in &pass.pulls {
-        let pull = forge.get_pull(*n).await?;
-        match baton_core::pipeline::event::issue_of_branch(&pull.head.name) {
-            Some(issue) => only.get_or_insert_with(Vec::new).push(issue),
-            None => report.notes.push(format!(
-                "pull request #{n} is not on a pipeline branch (`{}`); nothing to do for it",
-                pull.head.name
-            )),
-        }
-    }
-    if only.as_ref().is_some_and(Vec::is_empty) {
-        return Ok(());
-    }
-    let open = forge.list_open_issues().await?;
-    let now = forge
-        .server_time()
-        .map_or_else(|| jiff::Timestamp::now().as_second(), |t| t.as_second());
-    report.notes.extend(ensure_labels(pass).await?);
-    let tree = base_tree(pass).await?;
-    let project = match &pass.pipeline.project {
-        Some((owner, number, field)) => Some(
-            forge
-                .project_field(owner, *number, field)
-                .await
-                .map_err(|e| match e {
-                    ForgeError::NotFound { .. } => PmError::Other(format!(
-                        "project {number} of {owner} has no single-select field `{field}`; check \
-                         `[pipeline] project` and `project_field` in baton.toml"
-                    )),
-                    e => PmError::Forge(e),
-                })?,
-        ),
-        None => None,
-    };
-    let mut seats = Seats::load(forge, pass.pipeline.seats, tree.clone()).await?;
-    let in_pipeline = |i: &Issue| match &pass.pipeline.intake_label {
-        Some(l) => i.labels.iter().any(|x| x == l) || facts::phase_of_labels(&i.labels).is_some(),
-        None => true,
-    };
-    let mut escalation_waiting = open
-        .iter()
-        .any(|i| in_pipeline(i) && facts::phase_of_labels(&i.labels) == Some(Phase::AwaitingOwner));
-    let mut issues: Vec<&Issue> = open
-        .iter()
-        .filter(|i| in_pipeline(i))
-        .filter(|i| only.as_ref().is_none_or(|o| o.contains(&i.number)))
-        .collect();
-    issues.sort_by_key(|i| i.number);
-    // Issues holding a seat that are gone (closed by hand) give it back.
-    for holder in seats.holders() {
-        if !open.iter().any(|i| i.number == holder)
-            && !pass.dry_run
-            && let Some(k) = seats.release(forge, holder).await?
-        {
-            report
-                .notes
-                .push(format!("seat {k} given back: #{holder} is no longer open"));
-        }
-    }
-    let mut trust = Trust::default();
-    for issue in issues {
-        let lock = if pass.dry_run {
-            None
-        } else {
-            match seats::lock(
-                forge,
-                &tree,
-                issue.number,
-                &run.id,
-                jiff::Timestamp::from_second(now).unwrap_or(jiff::Timestamp::UNIX_EPOCH),
-            )
-            .await?
-            {
-                Some(l) => Some(l),
-                None => {
-                    report.issues.push(IssueReport {
-                        number: issue.number,
-                        title: issue.title.clone(),
-                        from: "?".into(),
-                        to: "?".into(),
-                        did: Vec::new(),
-                        waits: Some("another PM pass is working on it".into()),
-                    });
-                    continue;
-                }
-            }
-        };
-        let outcome = one(
-            pass,
-            run,
-            &mut trust,
-            &mut seats,
-            project.as_ref(),
-            issue,
-            now,
-            escalation_waiting,
-        )
-        .await;
-        if let Some(l) = lock {
-            seats::unlock(forge, l).await?;
-        }
-        match outcome {
-            Ok((r, notes)) => {
-                if r.to == Phase::AwaitingOwner.title() {
-                    escalation_waiting = true;
-                }
-                report.notes.extend(notes);
-                report.issues.push(r);
-            }
-            // An issue deleted or transferred mid-pass: say so and go on.
-            Err(PmError::Forge(ForgeError::NotFound { call })) => report.notes.push(format!(
-                "#{}: gone while the pass read it ({call}); skipped",
-                issue.number
-            )),
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
+pub(super) const SKILLS: &[&str] = &["agent-pipeline"];
 
 /// The PM's own comment: header, text, the effect's marker, the footer.
 fn pm_comment(pass: &PmPass, to: &str, text: &str, key: &str) -> String {
@@ -204,17 +35,17 @@ fn pm_comment(pass: &PmPass, to: &str, text: &str, key: &str) -> String {
     )
 }
 
-struct Ctx<'a> {
-    pass: &'a PmPass,
-    project: Option<&'a ProjectField>,
-    node: String,
-    run: &'a Arc<Run>,
-    unit: UnitKey,
-    read: Read,
-    number: u64,
-    labels: Vec<String>,
-    now: Secs,
-    notes: Vec<String>,
+pub(super) struct Ctx<'a> {
+    pub(super) pass: &'a PmPass,
+    pub(super) project: Option<&'a ProjectField>,
+    pub(super) node: String,
+    pub(super) run: &'a Arc<Run>,
+    pub(super) unit: UnitKey,
+    pub(super) read: Read,
+    pub(super) number: u64,
+    pub(super) labels: Vec<String>,
+    pub(super) now: Secs,
+    pub(super) notes: Vec<String>,
 }
 
 impl Ctx<'_> {
@@ -287,135 +118,7 @@ impl Ctx<'_> {
     }
 }
 
-/// Reads, decides and acts on one issue.
-#[allow(clippy::too_many_arguments)]
-async fn one(
-    pass: &PmPass,
-    run: &Arc<Run>,
-    trust: &mut Trust,
-    seats: &mut Seats,
-    project: Option<&ProjectField>,
-    issue: &Issue,
-    now: Secs,
-    escalation_waiting: bool,
-) -> Result<(IssueReport, Vec<String>), PmError> {
-    let forge = pass.forge.as_ref();
-    let p = &pass.pipeline;
-    let read = facts::read(forge, p, trust, issue.number, &issue.labels).await?;
-    let board = Board {
-        seat_free: seats.may_take(issue.number),
-        escalation_waiting,
-    };
-    let actions = decide::decide(&read.issue, board, &p.roles, p.limits, now);
-    let from = read.issue.phase;
-    let mut cx = Ctx {
-        pass,
-        project,
-        node: issue.node_id.clone(),
-        run,
-        unit: UnitKey::Issue(issue.number),
-        number: issue.number,
-        labels: issue.labels.clone(),
-        now,
-        notes: read
-            .ignored
-            .iter()
-            .map(|i| format!("#{}: ignored {i}", issue.number))
-            .collect(),
-        read,
-    };
-    let mut state = cx.read.state.clone();
-    let base = state.history.len();
-    // An issue new to the pipeline gets its status comment before any effect: a pass stopped
-    // half way then leaves the phase it started from, not only labels to guess it from.
-    if cx.read.status.is_none() && !pass.dry_run {
-        let body = status_comment::render(&state, &p.footer("product-manager", SKILLS));
-        let c = forge.create_comment(issue.number, &body).await?;
-        // Found again by its author on the next pass: it must be the account `login` names.
-        let author = c.user.as_ref().map(|u| u.login.clone()).unwrap_or_default();
-        if author != p.login {
-            let _ = forge.delete_comment(c.id).await;
-            return Err(PmError::Other(format!(
-                "the token posts as `{author}`, but `[pipeline] login` is `{}`: set \
-                 `login = \"{author}\"` under [pipeline] in baton.toml, or the PM would not \
-                 find its status comments again",
-                p.login
-            )));
-        }
-        cx.read.status = Some(c.id);
-        cx.read.comments.push(c);
-    }
-    // The handback and everything before it are now acted on; the agent that handed back is done.
-    if let Some(h) = &cx.read.issue.handback {
-        if state.assigned.as_ref().is_some_and(|(r, _)| *r == h.from) {
-            state.assigned = None;
-        }
-        state.record(
-            now,
-            format!(
-                "{} handed back{}",
-                role_title(&h.from),
-                if h.blocked { ", blocked" } else { "" }
-            ),
-        );
-    }
-    if cx.read.issue.owner_replied {
-        state.record(now, "the owner replied");
-    }
-    state.seen = state.seen.max(cx.read.newest);
-    let mut did = Vec::new();
-    let mut waits = None;
-    if let Some(why) = &cx.read.rebuilt {
-        did.push(format!(
-            "rebuilt the state: the status comment did not read ({why})"
-        ));
-    }
-    for (i, action) in actions.iter().enumerate() {
-        let key = format!("#{}/{base}/{i}", issue.number);
-        if pass.dry_run {
-            did.push(format!("would {}", describe(action)));
-            continue;
-        }
-        match apply(&mut cx, &mut state, seats, action, &key).await? {
-            Applied::Did(text) => {
-                cx.run.emit_unit(
-                    &cx.unit,
-                    EventBody::PmEffectApplied {
-                        issue: cx.number,
-                        effect: text.clone(),
-                    },
-                );
-                did.push(text);
-            }
-            Applied::Quiet => {}
-            Applied::Stop(why) => {
-                waits = Some(why);
-                break;
-            }
-        }
-        if let Action::Wait(why) = action {
-            waits = Some(why.clone());
-        }
-    }
-    if !pass.dry_run {
-        tidy_labels(&mut cx, &state).await?;
-        write_status(&mut cx, &state).await?;
-    }
-    let to = state.phase().unwrap_or(from);
-    Ok((
-        IssueReport {
-            number: issue.number,
-            title: issue.title.clone(),
-            from: from.title().to_owned(),
-            to: to.title().to_owned(),
-            did,
-            waits,
-        },
-        cx.notes,
-    ))
-}
-
-fn describe(a: &Action) -> String {
+pub(super) fn describe(a: &Action) -> String {
     match a {
         Action::Move(p) => format!("move to {p}"),
         Action::Assign(r) => format!("assign `agent/{r}`"),
@@ -433,13 +136,13 @@ fn describe(a: &Action) -> String {
     }
 }
 
-enum Applied {
+pub(super) enum Applied {
     Did(String),
     Quiet,
     Stop(String),
 }
 
-async fn apply(
+pub(super) async fn apply(
     cx: &mut Ctx<'_>,
     state: &mut State,
     seats: &mut Seats,
@@ -684,7 +387,7 @@ async fn apply(
 
 /// Leaves exactly the state's `status/*` label: a label a person removed while a pass removed
 /// it too, or one a stopped pass left beside the new one, is settled here.
-async fn tidy_labels(cx: &mut Ctx<'_>, state: &State) -> Result<(), PmError> {
+pub(super) async fn tidy_labels(cx: &mut Ctx<'_>, state: &State) -> Result<(), PmError> {
     let Some(phase) = state.phase() else {
         return Ok(());
     };
@@ -702,7 +405,7 @@ async fn tidy_labels(cx: &mut Ctx<'_>, state: &State) -> Result<(), PmError> {
 }
 
 /// Writes the status comment (once; edited in place after), and removes duplicates.
-async fn write_status(cx: &mut Ctx<'_>, state: &State) -> Result<(), PmError> {
+pub(super) async fn write_status(cx: &mut Ctx<'_>, state: &State) -> Result<(), PmError> {
     let body = status_comment::render(state, &cx.pass.pipeline.footer("product-manager", SKILLS));
     let forge = cx.pass.forge.clone();
     match cx.read.status {

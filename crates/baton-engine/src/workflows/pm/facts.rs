@@ -119,14 +119,25 @@ pub fn ci_of(runs: &[CheckRun]) -> Ci {
     if pending { Ci::Pending } else { Ci::Green }
 }
 
-/// Reads issue `number` (with `labels`) for a pass.
+/// Whether an owner's reply says the issue is done: its first word is "done", in any case
+/// ("Done.", "done — shipped by hand").
+pub fn says_done(text: &str) -> bool {
+    text.split_whitespace()
+        .next()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .is_some_and(|w| w.eq_ignore_ascii_case("done"))
+}
+
+/// Reads `issue` for a pass: its labels and state as GitHub answered after the lock was
+/// taken, its comments, pull request, checks and reviews read here.
 pub async fn read(
     forge: &dyn Forge,
     p: &Pipeline,
     trust: &mut Trust,
-    number: u64,
-    labels: &[String],
+    issue: &baton_github::Issue,
 ) -> Result<Read, ForgeError> {
+    let number = issue.number;
+    let labels = &issue.labels;
     let comments = forge.list_comments(number).await?;
     let triples = triples(&comments);
     let labelled = phase_of_labels(labels);
@@ -189,6 +200,7 @@ pub async fn read(
     let mut handback_text = String::new();
     let mut asks: Option<String> = None;
     let mut owner_replied = false;
+    let mut owner_says_done = false;
     let mut last_agent: Option<Secs> = None;
     let assigned_role = state.assigned.as_ref().map(|(r, _)| r.clone());
     let awaiting_since = state.awaiting.as_ref().map(|(s, _)| *s);
@@ -228,6 +240,7 @@ pub async fn read(
                 && awaiting_since.is_some_and(|s| secs(c.created_at) >= s)
             {
                 owner_replied = true;
+                owner_says_done = says_done(&c.body);
             }
             continue;
         };
@@ -239,6 +252,7 @@ pub async fn read(
             let login = c.user.as_ref().map_or("", |u| u.login.as_str());
             if login.eq_ignore_ascii_case(&p.owner) && awaiting_since.is_some() {
                 owner_replied = true;
+                owner_says_done = says_done(&h.text);
             }
             continue;
         };
@@ -333,6 +347,8 @@ pub async fn read(
             .and_then(|(s, ph)| Phase::parse(ph).map(|ph| (*s, ph))),
         last_reminder: state.last_reminder,
         owner_replied,
+        closed: issue.state == "closed",
+        owner_says_done,
     };
     Ok(Read {
         state,
@@ -361,5 +377,15 @@ mod tests {
         assert_eq!(phase_of_labels(&l(&["status/ready", "status/done"])), None);
         assert_eq!(phase_of_labels(&l(&["status/shipped"])), None);
         assert_eq!(phase_of_labels(&l(&[])), None);
+    }
+
+    #[test]
+    fn the_owner_says_done_with_the_first_word() {
+        assert!(says_done("Done."));
+        assert!(says_done("  done — shipped by hand"));
+        assert!(says_done("DONE"));
+        assert!(!says_done("not done yet"));
+        assert!(!says_done("Doneness matters"));
+        assert!(!says_done(""));
     }
 }

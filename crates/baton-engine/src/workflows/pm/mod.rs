@@ -3,8 +3,12 @@
 //! [`baton_core::pipeline::decide::decide`], then effects), and [`turn::PmTurn`], a
 //! specialist's turn on one issue.
 //!
-//! A pass, per issue: lock it ([`seats::lock`]), read it ([`facts::read`]), decide, carry the
-//! actions out ([`effects`]), write the status comment, unlock. Every effect is journaled under
+//! A pass ([`pass`]) lists the open issues and the closed ones still in the pipeline (GitHub
+//! closes an issue when a pull request naming it merges), then per issue: lock it
+//! ([`seats::lock`]), read it afresh ([`facts::read`]: labels, state, seats, comments, pull
+//! request, checks, all after the lock), decide, carry the actions out ([`effects`]), write the
+//! status comment, unlock. A failure is explained with the repository and the permission it
+//! lacks ([`explain`]), and says whether running again can help. Every effect is journaled under
 //! the issue's unit (`gh:#N`) with an idempotency key before it is sent, and carries a hidden
 //! marker or is idempotent on GitHub, so a pass killed between an effect and its record finds
 //! it on the rerun instead of repeating it. Implementation seats are git references taken by
@@ -13,7 +17,9 @@
 //! approval, green checks) is met.
 
 pub mod effects;
+pub mod explain;
 pub mod facts;
+pub mod pass;
 pub mod seats;
 pub mod turn;
 
@@ -52,6 +58,8 @@ pub struct Pipeline {
     pub run_link: Option<(String, String)>,
     /// The Project (v2) whose field mirrors the phase: (owner, number, field).
     pub project: Option<(String, u64, String)>,
+    /// The repository, `OWNER/NAME` (for messages).
+    pub repo: String,
 }
 
 impl Pipeline {
@@ -146,6 +154,9 @@ pub struct PassReport {
     pub notes: Vec<String>,
     /// Why the pass stopped early.
     pub error: Option<String>,
+    /// Whether running the pass again, unchanged, can get past the error (GitHub's server, the
+    /// network, a rate limit); not for a wrong repository, a bad token or a missing permission.
+    pub retry: bool,
 }
 
 /// One pass of the Product Manager.
@@ -174,8 +185,10 @@ impl Workflow for PmPass {
             run: run.id.clone(),
             ..PassReport::default()
         };
-        if let Err(e) = effects::pass(&self, &run, &mut report).await {
-            report.error = Some(baton_core::secrets::redact(&e.to_string()).into_owned());
+        if let Err(e) = pass::pass(&self, &run, &mut report).await {
+            report.retry = explain::transient(&e);
+            let text = explain::explain(&e, &self.pipeline.repo);
+            report.error = Some(baton_core::secrets::redact(&text).into_owned());
         }
         report
     }

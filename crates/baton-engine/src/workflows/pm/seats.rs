@@ -75,6 +75,36 @@ impl Seats {
         Ok(seats)
     }
 
+    /// Reads the seats again (after an issue's lock is taken, so what the decision uses is
+    /// GitHub's now); a seat commit already known is not fetched again.
+    pub async fn reload(&mut self, forge: &dyn Forge) -> Result<(), ForgeError> {
+        let mut held = BTreeMap::new();
+        for r in forge.matching_refs(SEATS).await? {
+            let Some(k) = r
+                .name
+                .rsplit('/')
+                .next()
+                .and_then(|k| k.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let known = self
+                .held
+                .values()
+                .find(|(_, sha)| *sha == r.object.sha)
+                .map(|(i, _)| *i);
+            let issue = match known {
+                Some(i) => Some(i),
+                None => holder(&forge.get_commit(&r.object.sha).await?.message),
+            };
+            if let Some(issue) = issue {
+                held.insert(k, (issue, r.object.sha));
+            }
+        }
+        self.held = held;
+        Ok(())
+    }
+
     /// The seat `issue` holds.
     pub fn of(&self, issue: u64) -> Option<u32> {
         self.held
