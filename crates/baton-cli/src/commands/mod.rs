@@ -6,6 +6,7 @@ mod check;
 mod demo;
 mod demo_plan;
 mod doctor;
+mod example_project;
 mod guard;
 mod in_flight;
 mod init;
