@@ -22,6 +22,7 @@ mod serve;
 mod set;
 mod sprint;
 mod sprint_plan;
+mod sprint_skeleton;
 mod status;
 mod tdd;
 mod team;
