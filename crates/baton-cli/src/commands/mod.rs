@@ -2,6 +2,7 @@
 
 mod agents;
 mod bmad;
+mod budget_args;
 mod check;
 mod demo;
 mod demo_plan;
