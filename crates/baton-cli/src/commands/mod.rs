@@ -26,6 +26,7 @@ mod sprint_plan;
 mod sprint_skeleton;
 mod status;
 mod tdd;
+mod tdd_hook;
 mod team;
 
 use crate::cli::{Cli, Command};
