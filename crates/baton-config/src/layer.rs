@@ -14,7 +14,7 @@
 
 use crate::FILE_NAME;
 use crate::error::ConfigError;
-use crate::paths::PathsSet;
+use crate::raw::PathsSet;
 use crate::raw::{RawConfig, parse};
 use crate::resolve::Config;
 use std::collections::BTreeMap;

@@ -37,7 +37,7 @@ pub mod trust;
 
 pub use error::ConfigError;
 pub use layer::{AgentModels, BudgetFlags, FlagError};
-pub use paths::PathsSet;
+pub use raw::PathsSet;
 pub use raw::{RawConfig, parse};
 pub use resolve::Config;
 pub use template::TEMPLATE;

@@ -5,36 +5,9 @@
 //! without any setting. A path the file sets is never looked for, even one an untrusted project
 //! may not use (it falls back to baton's default, as the warning says).
 
-use crate::raw::RawPaths;
+pub use crate::raw::PathsSet;
 use crate::resolve::Config;
 use baton_store::locate::{self, Layout};
-
-/// Which `[paths]` keys the file sets.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PathsSet {
-    /// `sprint_status`.
-    pub sprint_status: bool,
-    /// `stories`.
-    pub stories: bool,
-    /// `planning`.
-    pub planning: bool,
-}
-
-impl PathsSet {
-    /// The keys `paths` sets.
-    pub fn of(paths: &RawPaths) -> Self {
-        PathsSet {
-            sprint_status: paths.sprint_status.is_some(),
-            stories: paths.stories.is_some(),
-            planning: paths.planning.is_some(),
-        }
-    }
-
-    /// Whether every path is set.
-    pub fn all(&self) -> bool {
-        self.sprint_status && self.stories && self.planning
-    }
-}
 
 impl Config {
     /// Fills each of `paths.sprint_status`, `paths.stories` and `paths.planning` that the file

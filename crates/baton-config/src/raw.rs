@@ -283,6 +283,33 @@ pub struct RawPaths {
     pub planning: Option<PathBuf>,
 }
 
+/// Which `[paths]` keys the file sets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathsSet {
+    /// `sprint_status`.
+    pub sprint_status: bool,
+    /// `stories`.
+    pub stories: bool,
+    /// `planning`.
+    pub planning: bool,
+}
+
+impl PathsSet {
+    /// The keys `paths` sets.
+    pub fn of(paths: &RawPaths) -> Self {
+        PathsSet {
+            sprint_status: paths.sprint_status.is_some(),
+            stories: paths.stories.is_some(),
+            planning: paths.planning.is_some(),
+        }
+    }
+
+    /// Whether every path is set.
+    pub fn all(&self) -> bool {
+        self.sprint_status && self.stories && self.planning
+    }
+}
+
 /// `[sprint]`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -8,7 +8,7 @@
 //! (`_bmad-output/implementation-artifacts/sprint-status.yaml`, stories beside it,
 //! `_bmad-output/planning-artifacts/`), so a project without `baton.toml` works as is.
 
-use crate::paths::PathsSet;
+use crate::raw::PathsSet;
 use crate::raw::{CompactAfter, RawConfig, RawSprint, RawTdd};
 use crate::{DEFAULT_PLANNING, DEFAULT_SPRINT_STATUS, DEFAULT_STORIES, FILE_NAME, STATE_DIR};
 use baton_agent::compaction::Compaction;

@@ -54,6 +54,17 @@ pub enum AnswerError {
     Journal(#[from] JournalError),
 }
 
+/// Why an answer's event could not be written to the run event log.
+#[derive(Debug, thiserror::Error)]
+enum AnnounceError {
+    /// The event's scope or body could not be encoded.
+    #[error("{0}")]
+    Encode(#[from] serde_json::Error),
+    /// The journal refused the event.
+    #[error("{0}")]
+    Journal(#[from] JournalError),
+}
+
 /// The command that acts on an answer to an escalation of `unit`.
 pub fn resume_command(unit: Option<&UnitKey>) -> String {
     // Each workflow acts on the answers to its own units' escalations.
@@ -98,7 +109,9 @@ pub fn record_answer(
         answered_at: Some(now.to_owned()),
         ..e.clone()
     };
-    let event_error = announce(journal, &answered, unit, &next).err();
+    let event_error = announce(journal, &answered, unit, &next)
+        .err()
+        .map(|e| e.to_string());
     Ok(Recorded {
         id: e.id,
         label: Choice::label_of(kind, &choice),
@@ -117,19 +130,18 @@ fn announce(
     answered: &EscalationRecord,
     unit: Option<UnitKey>,
     next: &str,
-) -> Result<(), String> {
+) -> Result<(), AnnounceError> {
     let scope = unit.map_or(Scope::Run, Scope::Unit);
     let body = EventBody::EscalationAnswered {
         escalation: escalation_view(answered, false),
         next: Some(next.to_owned()),
     };
-    let scope = serde_json::to_string(&scope).map_err(|e| e.to_string())?;
-    let body = serde_json::to_string(&body).map_err(|e| e.to_string())?;
+    let scope = serde_json::to_string(&scope)?;
+    let body = serde_json::to_string(&body)?;
     let at = answered.answered_at.as_deref().unwrap_or_default();
     let run = answered.run_id.as_deref().unwrap_or_default();
-    RunEvents::append_event(journal, run, at, &scope, &body)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    RunEvents::append_event(journal, run, at, &scope, &body)?;
+    Ok(())
 }
 
 #[cfg(test)]

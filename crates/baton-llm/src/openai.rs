@@ -15,14 +15,37 @@ use crate::cache;
 use crate::client::{BoxFuture, ModelClient, StreamSink};
 use crate::conversation::{self, Turn, WireCall};
 use crate::error::LlmError;
-use crate::registry::ToolChoice;
 use crate::retry::{Endpoint, HttpCall, RetryPolicy, emit};
 use crate::retry::{Failure, Flow, StreamDecoder};
 use crate::sse::SseEvent;
 use crate::types::{ChatRequest, ChatResponse, StopReason, StreamEvent, ToolCall, Usage};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use tokio_util::sync::CancellationToken;
+
+/// The `tool_choice` an OpenAI-compatible provider is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolChoice {
+    /// The model decides whether to call a tool.
+    Auto,
+    /// The model must call a tool every turn.
+    Required,
+    /// The model must not call tools.
+    None,
+}
+
+impl ToolChoice {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+            ToolChoice::None => "none",
+        }
+    }
+}
 
 /// A client for one OpenAI-compatible endpoint.
 #[derive(Debug)]

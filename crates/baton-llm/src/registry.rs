@@ -17,6 +17,7 @@ use crate::cache::PromptCache;
 use crate::client::ModelClient;
 use crate::error::LlmError;
 use crate::openai::OpenAiClient;
+pub use crate::openai::ToolChoice;
 use crate::retry::RetryPolicy;
 use crate::script::ScriptClient;
 use crate::types::ModelSpec;
@@ -87,29 +88,6 @@ pub struct ProviderConfig {
     /// the previous prompt's KV cache (unset: no; the bundled `llamacpp` entry says yes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_prompt: Option<bool>,
-}
-
-/// The `tool_choice` an OpenAI-compatible provider is sent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolChoice {
-    /// The model decides whether to call a tool.
-    Auto,
-    /// The model must call a tool every turn.
-    Required,
-    /// The model must not call tools.
-    None,
-}
-
-impl ToolChoice {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolChoice::Auto => "auto",
-            ToolChoice::Required => "required",
-            ToolChoice::None => "none",
-        }
-    }
 }
 
 impl ProviderConfig {

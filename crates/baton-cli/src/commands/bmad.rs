@@ -180,8 +180,8 @@ fn run_skill(root: &Path, args: &BmadRunArgs) -> Result<Code> {
     } else {
         style
     };
-    super::sdd::check_budget_args(&args.budget)?;
-    let mut cfg = super::sdd::with_budget(crate::project::config(root)?, &args.budget);
+    super::budget_args::check_budget_args(&args.budget)?;
+    let mut cfg = super::budget_args::with_budget(crate::project::config(root)?, &args.budget);
     let skill = bmad_skills::find(root, &args.skill)?;
     let headless = skill.headless.is_some() && !args.conversational;
     let input = input_of(root, args.input.as_deref(), args.input_file.as_deref())?;

@@ -5,23 +5,13 @@
 //! script provider, so the run needs no API key and no network — but the files, the `cargo test`
 //! runs, the commits and the journal are all real.
 
+use super::example_project::{example, write_example};
 use crate::cli::{DemoArgs, RunArgs, SprintArgs, StatusArgs};
 use crate::commands::Code;
 use anyhow::{Context, Result, bail};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// One file of the bundled example project: its path and its text.
-macro_rules! example {
-    ($path:literal) => {
-        (
-            $path,
-            include_str!(concat!("../../../../examples/tally/", $path)),
-        )
-    };
-}
-pub(super) use example;
 
 /// The example project's files.
 const FILES: &[(&str, &str)] = &[
@@ -85,29 +75,6 @@ pub fn prepare(dir: &Path) -> Result<()> {
         "tally: the example project, planned and ready for its sprint",
         git,
     )
-}
-
-/// Writes `files` (the example project's, by path) into `dir`, keeps `.baton/` out of git, and
-/// commits them with `message` through `git`.
-pub fn write_example(
-    dir: &Path,
-    files: &[(&str, &str)],
-    message: &str,
-    git: fn(&Path, &[&str]) -> Result<()>,
-) -> Result<()> {
-    for (rel, text) in files {
-        let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create `{}`", parent.display()))?;
-        }
-        fs::write(&path, text).with_context(|| format!("cannot write `{}`", path.display()))?;
-    }
-    fs::write(dir.join(".baton/.gitignore"), "*\n").context("cannot write .baton/.gitignore")?;
-    git(dir, &["init", "-q"])?;
-    git(dir, &["add", "-A"])?;
-    git(dir, &["commit", "-q", "-m", message])?;
-    Ok(())
 }
 
 /// Runs `baton demo`.

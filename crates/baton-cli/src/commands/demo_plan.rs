@@ -6,7 +6,7 @@
 //! provider. The plan is committed, checked by `baton check`, and shown on the board; the
 //! sprint demo's recorded session then builds it with `baton sprint --yolo`.
 
-use super::demo::example;
+use super::example_project::{example, write_example};
 use crate::cli::StatusArgs;
 use crate::commands::Code;
 use crate::plan_args::{CheckArgs, PlanArgs};
@@ -34,7 +34,7 @@ type Git = fn(&Path, &[&str]) -> Result<()>;
 
 /// Runs the planning demo in the empty directory `dir`.
 pub fn run(dir: &Path, model: Option<String>, git: Git) -> Result<Code> {
-    super::demo::write_example(dir, FILES, "tally: an empty crate and an idea", git)?;
+    write_example(dir, FILES, "tally: an empty crate and an idea", git)?;
     eprintln!(
         "baton demo --plan: the example project `tally` is in `{}`",
         dir.display()

@@ -2,10 +2,12 @@
 
 mod agents;
 mod bmad;
+mod budget_args;
 mod check;
 mod demo;
 mod demo_plan;
 mod doctor;
+mod example_project;
 mod guard;
 mod in_flight;
 mod init;
@@ -21,8 +23,10 @@ mod serve;
 mod set;
 mod sprint;
 mod sprint_plan;
+mod sprint_skeleton;
 mod status;
 mod tdd;
+mod tdd_hook;
 mod team;
 
 use crate::cli::{Cli, Command};

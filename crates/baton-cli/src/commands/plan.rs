@@ -270,7 +270,7 @@ pub fn run(root: &Path, args: &PlanArgs) -> Result<Code> {
         project: project_name(root),
         date: today,
         stamp: now.stamp,
-        sprint_header: super::init::skeleton(
+        sprint_header: super::sprint_skeleton::skeleton(
             &project_name(root),
             &shown(root, &cfg.stories),
             &now.stamp.to_string(),

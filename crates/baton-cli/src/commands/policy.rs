@@ -17,7 +17,7 @@
 //! `sed -i`… like file writes. This reads shell the way the test-first guard does: a heuristic,
 //! and an allowlisted interpreter (`python3 -c`) can still do anything.
 
-use super::guard::{HookAnswer, hook};
+use super::tdd_hook::{HookAnswer, hook};
 use anyhow::Result;
 use baton_agent::sandbox::{Access, Sandbox};
 use serde_json::Value;

@@ -2,8 +2,9 @@
 //! wires the agents (the test-first guard on unless `--no-tdd`), renders the engine's events
 //! (status lines, stages, commits, escalations; JSON lines with `--json`) and prints the report.
 
+use super::budget_args::{check_budget_args, with_budget};
 use super::team::{build_setup, run_id};
-use crate::cli::{BudgetArgs, SddArgs};
+use crate::cli::SddArgs;
 use crate::commands::Code;
 use crate::config::Config;
 use crate::render;
@@ -17,24 +18,6 @@ use baton_store::journal::SqliteJournal;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-
-/// `cfg` with the command line's cost limits in place of `[budget]`'s.
-pub fn with_budget(cfg: Config, b: &BudgetArgs) -> Config {
-    cfg.with_budget(&budget_flags(b))
-}
-
-/// Checks the command line's cost limits like `[budget]`'s.
-pub fn check_budget_args(b: &BudgetArgs) -> Result<()> {
-    Ok(budget_flags(b).check()?)
-}
-
-fn budget_flags(b: &BudgetArgs) -> baton_config::BudgetFlags {
-    baton_config::BudgetFlags {
-        warn_usd: b.warn_usd,
-        hard_usd: b.hard_usd,
-        allow_over_budget: b.allow_over_budget,
-    }
-}
 
 /// The plan file relative to the project root (it must lie inside it).
 fn relative_plan(root: &Path, plan: &Path) -> Result<String> {

@@ -120,8 +120,8 @@ pub fn print_report(report: &SprintReport, json: bool) -> Result<()> {
 
 /// Runs `baton sprint`.
 pub fn run(root: &Path, args: &SprintArgs) -> Result<Code> {
-    super::sdd::check_budget_args(&args.run.budget)?;
-    let cfg = super::sdd::with_budget(crate::project::config(root)?, &args.run.budget);
+    super::budget_args::check_budget_args(&args.run.budget)?;
+    let cfg = super::budget_args::with_budget(crate::project::config(root)?, &args.run.budget);
     if let Some(n) = args.parallel
         && !(1..=baton_config::limits::MAX_PARALLEL).contains(&n)
     {

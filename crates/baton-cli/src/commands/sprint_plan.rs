@@ -84,7 +84,8 @@ pub fn plan_choosing(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "project".to_owned());
     let story_location = shown(root, &cfg.stories);
-    let header = super::init::skeleton(&project, &story_location, &now.stamp.to_string());
+    let header =
+        super::sprint_skeleton::skeleton(&project, &story_location, &now.stamp.to_string());
     let _lock = FileLock::acquire(&cfg.lock_path())
         .with_context(|| format!("cannot lock `{}`", shown(root, &cfg.sprint_status)))?;
     let mut journal = SqliteJournal::open(&cfg.journal_path())?;

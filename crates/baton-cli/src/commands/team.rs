@@ -61,8 +61,8 @@ pub fn sprint_ledger(cfg: &crate::config::Config) -> baton_engine::sprint_tools:
 /// Runs `baton team`.
 pub fn run(root: &Path, args: &TeamArgs) -> Result<Code> {
     let (dispatch, task) = dispatch(args)?;
-    super::sdd::check_budget_args(&args.budget)?;
-    let cfg = super::sdd::with_budget(crate::project::config(root)?, &args.budget);
+    super::budget_args::check_budget_args(&args.budget)?;
+    let cfg = super::budget_args::with_budget(crate::project::config(root)?, &args.budget);
     let found = super::plumbing::discover_agents(root);
     let journal = Arc::new(Mutex::new(SqliteJournal::open(&cfg.journal_path())?));
     let run_id = run_id("team");

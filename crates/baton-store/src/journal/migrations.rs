@@ -10,7 +10,7 @@
 //! script that has shipped, add a new one.
 
 use super::JournalError;
-use super::sqlite::sqlite_err;
+use super::sqlite_err;
 use rusqlite::{Connection, TransactionBehavior};
 use std::path::Path;
 

@@ -103,6 +103,14 @@ pub enum JournalError {
     },
 }
 
+/// Wraps a SQLite error with the database path.
+fn sqlite_err(path: &std::path::Path, source: rusqlite::Error) -> JournalError {
+    JournalError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// The journal as one trait: status events, runs and steps, escalations and the cost ledger.
 ///
 /// Implemented for every type that implements [`StatusEvents`], [`RunLog`], [`EscalationLog`]

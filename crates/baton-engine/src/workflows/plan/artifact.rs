@@ -81,21 +81,51 @@ pub fn required_sections(template: &str) -> Vec<String> {
         .collect()
 }
 
+/// Why an agent's answer is not the document its template asks for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotTheDocument {
+    /// Nothing but blank lines.
+    #[error("the answer is empty")]
+    Empty,
+    /// The first line is not the document's `#` title (shown up to 80 characters).
+    #[error("it opens with `{0}` instead of the document's `#` title")]
+    Opens(String),
+    /// The template's `##` sections the answer lacks.
+    #[error("it lacks the template's {} {}", sections_word(.0), section_list(.0))]
+    Lacks(Vec<String>),
+    /// The last prose line reads as a message to the reader (shown up to 80 characters).
+    #[error("it ends with `{0}`, a message rather than part of the document")]
+    Ends(String),
+}
+
+fn sections_word(sections: &[String]) -> &'static str {
+    if sections.len() == 1 {
+        "section"
+    } else {
+        "sections"
+    }
+}
+
+fn section_list(sections: &[String]) -> String {
+    sections
+        .iter()
+        .map(|s| format!("`## {s}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Checks `body` (the answer without fences or frontmatter) against `template`; the reason it is
 /// not the document otherwise.
-pub fn check(template: &str, body: &str) -> Result<(), String> {
+pub fn check(template: &str, body: &str) -> Result<(), NotTheDocument> {
     let mut lines = body
         .lines()
         .map(str::trim_end)
         .filter(|l| !l.trim().is_empty());
     let Some(first) = lines.next() else {
-        return Err("the answer is empty".to_owned());
+        return Err(NotTheDocument::Empty);
     };
     if !first.starts_with("# ") {
-        return Err(format!(
-            "it opens with `{}` instead of the document's `#` title",
-            first.chars().take(80).collect::<String>()
-        ));
+        return Err(NotTheDocument::Opens(first.chars().take(80).collect()));
     }
     let mut in_fence = false;
     let mut headings = Vec::new();
@@ -120,18 +150,9 @@ pub fn check(template: &str, body: &str) -> Result<(), String> {
             let want = normal(s);
             !headings.iter().any(|h| h.starts_with(&want))
         })
-        .map(|s| format!("`## {s}`"))
         .collect();
     if !missing.is_empty() {
-        return Err(format!(
-            "it lacks the template's {} {}",
-            if missing.len() == 1 {
-                "section"
-            } else {
-                "sections"
-            },
-            missing.join(", ")
-        ));
+        return Err(NotTheDocument::Lacks(missing));
     }
     let structure =
         |l: &str| l.starts_with(['#', '|']) || ["- ", "* ", "+ "].iter().any(|m| l.starts_with(m));
@@ -139,10 +160,7 @@ pub fn check(template: &str, body: &str) -> Result<(), String> {
         && !structure(last)
         && chatty(last)
     {
-        return Err(format!(
-            "it ends with `{}`, a message rather than part of the document",
-            last.chars().take(80).collect::<String>()
-        ));
+        return Err(NotTheDocument::Ends(last.chars().take(80).collect()));
     }
     Ok(())
 }
@@ -163,22 +181,25 @@ mod tests {
     fn a_chatty_preamble_or_epilogue_and_missing_sections_are_named() {
         let pre = "Sure! I have drafted the PRD.\n\n# PRD: tally\n\n## Goals\n## Functional Requirements\n## Out of Scope\n";
         assert!(
-            check(TEMPLATE, pre).is_err_and(|e| e.contains("opens with `Sure! I have drafted"))
+            check(TEMPLATE, pre)
+                .is_err_and(|e| e.to_string().contains("opens with `Sure! I have drafted"))
         );
         let post = "# PRD: tally\n\n## Goals\n## Functional Requirements\n## Out of Scope\n\nNone.\n\nLet me know if you want changes!\n";
-        assert!(check(TEMPLATE, post).is_err_and(|e| e.contains("ends with `Let me know")));
+        assert!(
+            check(TEMPLATE, post).is_err_and(|e| e.to_string().contains("ends with `Let me know"))
+        );
         let paths = "# PRD\n\n## Goals\n## Functional Requirements\n## Out of Scope\n\n**Paths written:** prd.md, steps complete.\n";
-        assert!(check(TEMPLATE, paths).is_err_and(|e| e.contains("ends with")));
+        assert!(check(TEMPLATE, paths).is_err_and(|e| e.to_string().contains("ends with")));
         let short = "# PRD: tally\n\n## Goals\n\nCount.\n";
         assert_eq!(
-            check(TEMPLATE, short),
+            check(TEMPLATE, short).map_err(|e| e.to_string()),
             Err(
                 "it lacks the template's sections `## Functional Requirements`, `## Out of Scope`"
                     .to_owned()
             )
         );
         assert_eq!(
-            check(TEMPLATE, "\n\n"),
+            check(TEMPLATE, "\n\n").map_err(|e| e.to_string()),
             Err("the answer is empty".to_owned())
         );
     }

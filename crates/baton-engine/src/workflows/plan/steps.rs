@@ -346,7 +346,9 @@ pub(super) async fn agent_step(
         let problem = if body.trim().is_empty() {
             Some("the answer is empty".to_owned())
         } else {
-            artifact::check(&template, &body).err()
+            artifact::check(&template, &body)
+                .err()
+                .map(|e| e.to_string())
         };
         let Some(reason) = problem else {
             break body;

@@ -16,8 +16,10 @@ use super::lane::{self, MergeLane};
 use super::report::{RunEnd, SprintReport};
 use super::{budget_exhausted, drive_in_time, hold_retrospectives, record};
 use crate::ctx::{RunCtx, StoryCtx, StoryTree};
+use crate::error::EngineError;
 use crate::protocol::{EventBody, MergePhase};
 use crate::story::Ended;
+use baton_agent::workspace::git::GitError;
 use baton_core::key::{KeyKind, classify};
 use baton_core::status::{Status, StatusValue};
 use baton_core::story::StoryEnd;
@@ -25,7 +27,7 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -160,7 +162,10 @@ async fn work(
         Ok(ctx) => ctx,
         Err(why) => {
             let ctx = Arc::new(StoryCtx::new(run, &key));
-            return (ctx, Ended::Story(StoryEnd::NeedsIntervention(why)));
+            return (
+                ctx,
+                Ended::Story(StoryEnd::NeedsIntervention(why.to_string())),
+            );
         }
     };
     let budget = run
@@ -175,24 +180,47 @@ async fn work(
     (ctx, ended)
 }
 
+/// Why a story could not be put in its own worktree (it then goes to a human with the reason).
+#[derive(Debug, thiserror::Error)]
+enum TreeError {
+    /// The worktree could not be made or re-attached.
+    #[error("its worktree `{}` could not be set up: {source}", dir.display())]
+    Worktree {
+        /// The worktree's directory.
+        dir: PathBuf,
+        /// Why.
+        source: GitError,
+    },
+    /// A killed run's rebase could not be given up.
+    #[error("its worktree has a stopped rebase that would not abort: {0}")]
+    RebaseAbort(GitError),
+    /// The ledger could not be told where the story's file lives.
+    #[error("{0}")]
+    Ledger(EngineError),
+    /// What a killed run left in the worktree could not be settled.
+    #[error("what a killed run left in its worktree could not be settled: {0}")]
+    Settle(EngineError),
+}
+
 /// Puts story `key` in its worktree (new, re-attached, or added again from its branch) and
 /// tells the ledger where its file lives now.
 async fn start(
     run: &Arc<RunCtx>,
     lane: &Arc<MergeLane>,
     key: &str,
-) -> Result<Arc<StoryCtx>, String> {
+) -> Result<Arc<StoryCtx>, TreeError> {
     let dir = lane::tree_dir(&run.settings.root, key);
     let branch = lane::branch_of(key);
     let ws = run
         .workspace()
         .worktree(&branch, &dir)
         .await
-        .map_err(|e| format!("its worktree `{}` could not be set up: {e}", dir.display()))?;
+        .map_err(|source| TreeError::Worktree {
+            dir: dir.clone(),
+            source,
+        })?;
     // A killed run's rebase, stopped in this tree, is given up: the branch is as it was.
-    ws.rebase_abort()
-        .await
-        .map_err(|e| format!("its worktree has a stopped rebase that would not abort: {e}"))?;
+    ws.rebase_abort().await.map_err(TreeError::RebaseAbort)?;
     // Files git ignores (BMad's output folder, say) are not in a worktree made from a commit.
     let carried = super::carry::carry_in(run, &ws).await;
     let ctx = StoryCtx::in_tree(
@@ -210,10 +238,10 @@ async fn start(
         l.place_story(key, Some(stories));
         Ok(())
     })
-    .map_err(|e| e.to_string())?;
+    .map_err(TreeError::Ledger)?;
     super::recovery::settle_tree(&ctx)
         .await
-        .map_err(|e| format!("what a killed run left in its worktree could not be settled: {e}"))?;
+        .map_err(TreeError::Settle)?;
     ctx.emit(EventBody::Merge {
         key: key.to_owned(),
         phase: MergePhase::Worktree,

@@ -16,6 +16,7 @@
 
 use super::JournalError;
 use super::migrations;
+use super::sqlite_err;
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -36,14 +37,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The path reported for in-memory journals.
 const MEMORY_PATH: &str = ":memory:";
-
-/// Wraps a SQLite error with the database path.
-pub(super) fn sqlite_err(path: &Path, source: rusqlite::Error) -> JournalError {
-    JournalError::Sqlite {
-        path: path.to_path_buf(),
-        source,
-    }
-}
 
 /// The journal in a SQLite database (normally `.baton/baton.db`).
 ///
