@@ -84,20 +84,15 @@ pub fn apply(call: &mut ToolCall, written: &[Written]) {
 
 /// The marker of `argument` (of a call of `tool` on `path` in `turn`): deterministic.
 fn marker(tool: &str, argument: &str, path: &str, text: &str, turn: u32) -> String {
-    let lines = text.lines().count();
-    let size = if text.len() < 1000 {
-        format!("{} bytes", text.len())
-    } else {
-        format!("{} KB", (text.len() + 500) / 1000)
-    };
     let what = match (tool, argument) {
         ("edit_file", "old_string") => "the text replaced",
         ("edit_file", _) => "the text written",
         _ => "the content written",
     };
     format!(
-        "{MARKER}: {what} in turn {turn} ({size}, {lines} lines), sent in full then; `{path}` \
-         holds what was written: read it if you need it. {MARKER_END}"
+        "{MARKER}: {what} in turn {turn} ({}), sent in full then; `{path}` holds what was \
+         written: read it if you need it. {MARKER_END}",
+        super::size_of(text)
     )
 }
 
